@@ -1,0 +1,161 @@
+"""OCS circuit configurations: validation, and computing one from a rack-to-rack demand matrix.
+
+A configuration is a directed matching of OCS ports: each (rack, port) sends to at most one port and
+receives from at most one. Pure logic, shared by the os-ken controller and the flow-level simulator.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import networkx as nx
+
+
+class ConfigurationError(ValueError):
+    """An invalid circuit configuration or demand matrix; the message says which entry and why."""
+
+
+@dataclass(frozen=True, order=True)
+class Circuit:
+    """Light from rack `src_rack`'s OCS port `src_port` to rack `dst_rack`'s OCS port `dst_port`."""
+
+    src_rack: int
+    dst_rack: int
+    src_port: int = 0
+    dst_port: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"src_rack": self.src_rack, "dst_rack": self.dst_rack, "src_port": self.src_port, "dst_port": self.dst_port}
+
+
+Configuration = frozenset[Circuit]
+
+
+def _integer(entry: dict, key: str, index: int, default: int | None = None) -> int:
+    value = entry.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigurationError(f"circuits[{index}].{key} must be an integer (got {value!r})")
+    return value
+
+
+def parse_configuration(data: Any, racks: int, ports_per_tor: int) -> Configuration:
+    """Build a configuration from JSON (a list of circuit objects), rejecting anything not a directed matching."""
+    if not isinstance(data, list):
+        raise ConfigurationError(f"circuits must be a list of objects (got {type(data).__name__})")
+    circuits = []
+    for i, entry in enumerate(data):
+        if not isinstance(entry, dict):
+            raise ConfigurationError(f"circuits[{i}] must be an object with src_rack and dst_rack")
+        unknown = set(entry) - {"src_rack", "dst_rack", "src_port", "dst_port"}
+        if unknown:
+            raise ConfigurationError(f"circuits[{i}] has unknown field(s): {', '.join(sorted(unknown))}")
+        circuits.append(
+            Circuit(
+                src_rack=_integer(entry, "src_rack", i),
+                dst_rack=_integer(entry, "dst_rack", i),
+                src_port=_integer(entry, "src_port", i, 0),
+                dst_port=_integer(entry, "dst_port", i, 0),
+            )
+        )
+    validate_configuration(circuits, racks, ports_per_tor)
+    return frozenset(circuits)
+
+
+def validate_configuration(circuits: Iterable[Circuit], racks: int, ports_per_tor: int) -> None:
+    """Raise ConfigurationError unless every circuit is in range, no self-circuit, and no port is used twice."""
+    senders: dict[tuple[int, int], Circuit] = {}
+    receivers: dict[tuple[int, int], Circuit] = {}
+    for c in circuits:
+        for rack in (c.src_rack, c.dst_rack):
+            if not 0 <= rack < racks:
+                raise ConfigurationError(f"unknown rack {rack} in circuit {c.src_rack}->{c.dst_rack} (racks are 0..{racks - 1})")
+        for port in (c.src_port, c.dst_port):
+            if not 0 <= port < ports_per_tor:
+                raise ConfigurationError(f"unknown OCS port {port} in circuit {c.src_rack}->{c.dst_rack} (ports are 0..{ports_per_tor - 1})")
+        if c.src_rack == c.dst_rack:
+            raise ConfigurationError(f"self-circuit {c.src_rack}->{c.dst_rack}: a rack cannot send to itself over the OCS")
+        out_key, in_key = (c.src_rack, c.src_port), (c.dst_rack, c.dst_port)
+        if out_key in senders:
+            raise ConfigurationError(f"rack {c.src_rack} OCS port {c.src_port} sends in two circuits (to {senders[out_key].dst_rack} and {c.dst_rack})")
+        if in_key in receivers:
+            raise ConfigurationError(f"rack {c.dst_rack} OCS port {c.dst_port} receives in two circuits (from {receivers[in_key].src_rack} and {c.src_rack})")
+        senders[out_key] = c
+        receivers[in_key] = c
+
+
+def parse_demand(data: Any, racks: int) -> list[list[float]]:
+    """Validate a racks x racks matrix of non-negative byte counts (row = sender, column = receiver)."""
+    if not isinstance(data, list) or len(data) != racks:
+        raise ConfigurationError(f"demand must be a list of {racks} rows (one per sending rack)")
+    matrix = []
+    for a, row in enumerate(data):
+        if not isinstance(row, list) or len(row) != racks:
+            raise ConfigurationError(f"demand[{a}] must be a list of {racks} numbers")
+        values = []
+        for b, value in enumerate(row):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ConfigurationError(f"demand[{a}][{b}] must be a finite number (got {value!r})")
+            if value < 0:
+                raise ConfigurationError(f"demand[{a}][{b}] must not be negative (got {value!r})")
+            values.append(float(value))
+        matrix.append(values)
+    return matrix
+
+
+def elephant_demand(matrix: list[list[float]], threshold: float) -> dict[tuple[int, int], float]:
+    """The OCS-worthy entries of a demand matrix: off-diagonal, positive, and at least the threshold."""
+    return {
+        (a, b): value
+        for a, row in enumerate(matrix)
+        for b, value in enumerate(row)
+        if a != b and value > 0 and value >= threshold
+    }
+
+
+def max_weight_configuration(
+    demand: dict[tuple[int, int], float], ports_per_tor: int, current: Configuration = frozenset()
+) -> Configuration:
+    """Circuits serving the most demand: one max-weight bipartite matching (Edmonds, networkx) per OCS port.
+
+    With k ports per ToR the rack pairs come from k successive matchings, each on the pairs not yet
+    served. Pairs that already have a circuit keep its ports, so unchanged circuits stay lit.
+    """
+    remaining = dict(demand)
+    pairs: list[tuple[int, int]] = []
+    for _ in range(ports_per_tor):
+        graph = nx.Graph()
+        for (a, b), weight in remaining.items():
+            graph.add_edge(("out", a), ("in", b), weight=weight)
+        matching = nx.max_weight_matching(graph)
+        if not matching:
+            break
+        for u, v in matching:
+            (_, a), (_, b) = sorted((u, v), key=lambda node: node[0] != "out")
+            pairs.append((a, b))
+            del remaining[(a, b)]
+    return assign_ports(pairs, ports_per_tor, current)
+
+
+def assign_ports(pairs: list[tuple[int, int]], ports_per_tor: int, current: Configuration) -> Configuration:
+    """Give each rack pair a circuit, keeping the ports of circuits that already serve the pair."""
+    kept = {}
+    for c in sorted(current):
+        if (c.src_rack, c.dst_rack) in pairs and (c.src_rack, c.dst_rack) not in kept:
+            kept[(c.src_rack, c.dst_rack)] = c
+    used_out = {(c.src_rack, c.src_port) for c in kept.values()}
+    used_in = {(c.dst_rack, c.dst_port) for c in kept.values()}
+    circuits = set(kept.values())
+    for a, b in pairs:
+        if (a, b) in kept:
+            continue
+        src_port = next(k for k in range(ports_per_tor) if (a, k) not in used_out)
+        dst_port = next(k for k in range(ports_per_tor) if (b, k) not in used_in)
+        used_out.add((a, src_port))
+        used_in.add((b, dst_port))
+        circuits.add(Circuit(a, b, src_port, dst_port))
+    return frozenset(circuits)
+
+
+def configuration_as_list(config: Configuration) -> list[dict[str, int]]:
+    return [c.as_dict() for c in sorted(config)]

@@ -1,0 +1,317 @@
+"""The os-ken application that runs a hybrid DCN: proactive forwarding, ToR steering and OCS circuits.
+
+Forwarding is installed from the static FabricPlan when a switch connects: ToRs deliver to their
+hosts and send other racks' traffic up the EPS; the EPS core routes by rack subnet; the OCS forwards
+only along lit circuits (in_port -> out_port). A circuit a->b adds a higher-priority rule on ToR a that
+sends rack b's traffic (all of it, or only DSCP-marked bulk traffic) out the OCS port instead.
+
+Reconfiguration keeps traffic flowing: affected rack pairs go back to the EPS first, the changed
+circuits go dark for the configured delay, then the new circuits are lit and traffic steered onto them.
+Every step waits for an OpenFlow barrier, so the logged times are when the switches had the rules.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from os_ken import cfg
+from os_ken.app.ofctl import api as ofctl_api
+from os_ken.base import app_manager
+from os_ken.controller import ofp_event
+from os_ken.controller.handler import DEAD_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
+from os_ken.lib import hub
+from os_ken.ofproto import ofproto_v1_3
+
+from hybridbed.controller.circuits import (
+    Configuration,
+    configuration_as_list,
+    elephant_demand,
+    max_weight_configuration,
+)
+from hybridbed.controller.rest_api import FabricRestApi
+from hybridbed.testbed.addressing import EPS_DPID, OCS_DPID, FabricPlan
+from hybridbed.testbed.spec import FabricSpec, OcsSpec
+
+CONF = cfg.CONF
+CONF.register_opts(
+    [
+        cfg.StrOpt("fabric_spec", help="JSON file with the FabricSpec"),
+        cfg.StrOpt("ocs_spec", help="JSON file with the OcsSpec"),
+        cfg.StrOpt("event_log", help="JSON-lines file that receives every reconfiguration event"),
+        cfg.IntOpt("rest_port", help="REST API port on 127.0.0.1"),
+    ],
+    group="hybridbed",
+)
+
+PRIO_HOST = 300  # ToR: deliver to a host of this rack
+PRIO_CIRCUIT = 200  # ToR: another rack over a lit circuit
+PRIO_EPS = 100  # ToR and EPS core: another rack over the packet-switched core
+COOKIE_EPS = 0x1_0000  # | destination rack: lets flow stats split ToR traffic by destination rack
+COOKIE_CIRCUIT = 0x2_0000
+COOKIE_RACK_MASK = 0xFFFF
+ETH_IPV4 = 0x0800
+
+
+
+class HybridFabricController(app_manager.OSKenApp):
+    OFP_VERSIONS = [ofproto_v1_3.OFP_VERSION]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        opts = CONF.hybridbed
+        self.fabric = FabricSpec.model_validate_json(Path(opts.fabric_spec).read_text())
+        self.ocs = OcsSpec.model_validate_json(Path(opts.ocs_spec).read_text())
+        self.plan = FabricPlan(self.fabric)
+        self.event_log = Path(opts.event_log) if opts.event_log else None
+        self.datapaths: dict[int, object] = {}
+        self.installed: set[int] = set()
+        self.circuits: Configuration = frozenset()
+        self.reconfig_events: list[dict] = []
+        self.skipped_reconfigurations = 0
+        racks = self.fabric.racks
+        self.demand_hints = [[0.0] * racks for _ in range(racks)]
+        self.measured_demand = [[0.0] * racks for _ in range(racks)]
+        self._flow_bytes: dict[tuple[int, int], int] = {}
+        self._reconfig_lock = hub.BoundedSemaphore(1)
+        self._rest = hub.WSGIServer(("127.0.0.1", opts.rest_port), FabricRestApi(self))
+        self.threads.append(hub.spawn(self._rest.serve_forever))
+        if self.fabric.has_ocs and self.ocs.mode == "periodic":
+            self.threads.append(hub.spawn(self._periodic_loop))
+
+    # switch connection -------------------------------------------------------------------------
+    @set_ev_cls(ofp_event.EventOFPStateChange, [MAIN_DISPATCHER, DEAD_DISPATCHER])
+    def _state_change(self, ev) -> None:
+        dp = ev.datapath
+        if ev.state == MAIN_DISPATCHER:
+            if dp.id not in self.plan.switch_names():
+                self.logger.warning("ignoring unknown datapath %#x", dp.id)
+                return
+            self.datapaths[dp.id] = dp
+            hub.spawn(self._install_base_flows, dp)
+        elif dp.id in self.datapaths and self.datapaths[dp.id] is dp:
+            del self.datapaths[dp.id]
+            self.installed.discard(dp.id)
+
+    def _install_base_flows(self, dp) -> None:
+        for _ in range(50):  # the ofctl service learns of the switch in the same event round
+            try:
+                self._barrier(dp)
+                break
+            except Exception:  # InvalidDatapath until the service has registered it
+                hub.sleep(0.02)
+        self._delete_all_flows(dp)
+        rack = self.plan.rack_of_tor_dpid(dp.id)
+        if rack is not None:
+            self._install_tor(dp, rack)
+        elif dp.id == EPS_DPID:
+            self._install_eps(dp)
+        elif dp.id == OCS_DPID:
+            for circuit in self.circuits:
+                self._ocs_rule(dp, circuit, add=True)
+        self._barrier(dp)
+        self.installed.add(dp.id)
+        self.logger.info("switch %s ready", self.plan.switch_names()[dp.id])
+
+    @property
+    def ready(self) -> bool:
+        return set(self.plan.switch_names()) <= self.installed
+
+    # flow rules --------------------------------------------------------------------------------
+    def _flow(self, dp, priority: int, match, actions: list, cookie: int = 0, delete: bool = False) -> None:
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        if delete:
+            msg = parser.OFPFlowMod(
+                dp, command=ofp.OFPFC_DELETE_STRICT, priority=priority, match=match,
+                out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
+            )
+        else:
+            inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
+            msg = parser.OFPFlowMod(dp, cookie=cookie, priority=priority, match=match, instructions=inst)
+        dp.send_msg(msg)
+
+    def _delete_all_flows(self, dp) -> None:
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        dp.send_msg(parser.OFPFlowMod(dp, command=ofp.OFPFC_DELETE, table_id=ofp.OFPTT_ALL,
+                                      out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY))
+
+    def _barrier(self, dp) -> None:
+        ofctl_api.send_msg(self, dp.ofproto_parser.OFPBarrierRequest(dp), reply_cls=dp.ofproto_parser.OFPBarrierReply)
+
+    def _rack_match(self, dp, rack: int, bulk_only: bool = False):
+        fields = {"eth_type": ETH_IPV4, "ipv4_dst": self.plan.rack_subnet(rack)}
+        if bulk_only:
+            fields["ip_dscp"] = self.ocs.bulk_dscp
+        return dp.ofproto_parser.OFPMatch(**fields)
+
+    def _install_tor(self, dp, rack: int) -> None:
+        parser = dp.ofproto_parser
+        for h in range(self.plan.hosts_per_rack):
+            host = self.plan.host(rack, h)
+            match = parser.OFPMatch(eth_type=ETH_IPV4, ipv4_dst=host.ip)
+            self._flow(dp, PRIO_HOST, match, [parser.OFPActionOutput(host.tor_port)])
+        for other in range(self.plan.racks):
+            if other != rack:
+                self._flow(dp, PRIO_EPS, self._rack_match(dp, other), [parser.OFPActionOutput(self.plan.tor_eps_port)],
+                           cookie=COOKIE_EPS | other)
+        for (src, dst), port in self._steering(self.circuits).items():
+            if src == rack:
+                self._steer(dp, dst, port, add=True)
+
+    def _install_eps(self, dp) -> None:
+        parser = dp.ofproto_parser
+        for rack in range(self.plan.racks):
+            self._flow(dp, PRIO_EPS, self._rack_match(dp, rack), [parser.OFPActionOutput(self.plan.eps_port(rack))])
+
+    def _ocs_rule(self, dp, circuit, add: bool) -> None:
+        parser = dp.ofproto_parser
+        match = parser.OFPMatch(in_port=self.plan.ocs_port(circuit.src_rack, circuit.src_port))
+        out = [parser.OFPActionOutput(self.plan.ocs_port(circuit.dst_rack, circuit.dst_port))]
+        self._flow(dp, PRIO_EPS, match, out, delete=not add)
+
+    def _steer(self, dp, dst_rack: int, ocs_port: int, add: bool) -> None:
+        """On a ToR: send traffic for dst_rack out OCS port `ocs_port` (add) or stop doing so (delete)."""
+        match = self._rack_match(dp, dst_rack, bulk_only=self.ocs.steering == "marked")
+        out = [dp.ofproto_parser.OFPActionOutput(self.plan.tor_ocs_port(ocs_port))]
+        self._flow(dp, PRIO_CIRCUIT, match, out, cookie=COOKIE_CIRCUIT | dst_rack, delete=not add)
+
+    @staticmethod
+    def _steering(config: Configuration) -> dict[tuple[int, int], int]:
+        """Rack pair -> the OCS port its ToR sends on (the lowest, if several circuits serve the pair)."""
+        steering: dict[tuple[int, int], int] = {}
+        for c in sorted(config, reverse=True):
+            steering[(c.src_rack, c.dst_rack)] = c.src_port
+        return steering
+
+    # reconfiguration ---------------------------------------------------------------------------
+    def reconfigure(self, target: Configuration, reason: str) -> dict | None:
+        """Move from the current circuits to `target`; return the logged event (None if nothing changed)."""
+        with self._reconfig_lock:
+            before = self.circuits
+            removed, added = before - target, target - before
+            if not removed and not added:
+                return None
+            requested = time.time()
+            old_steer, new_steer = self._steering(before), self._steering(target)
+            unsteer = {pair: port for pair, port in old_steer.items() if new_steer.get(pair) != port}
+            steer = {pair: port for pair, port in new_steer.items() if old_steer.get(pair) != port}
+            tors = {self.plan.tor_dpid(a) for a, _ in list(unsteer) + list(steer)}
+
+            for (a, b), port in unsteer.items():
+                self._steer(self.datapaths[self.plan.tor_dpid(a)], b, port, add=False)
+            self._barriers(tors & set(self.datapaths))
+            ocs = self.datapaths[OCS_DPID]
+            for circuit in removed:
+                self._ocs_rule(ocs, circuit, add=False)
+            self._barrier(ocs)
+            dark_from = time.time()
+            self.circuits = target  # from here on a (re)connecting switch gets the new configuration
+            if added:
+                hub.sleep(max(0.0, self.ocs.reconfig_delay_ms / 1000.0 - (time.time() - dark_from)))
+                for circuit in added:
+                    self._ocs_rule(ocs, circuit, add=True)
+                self._barrier(ocs)
+            dark_until = time.time()
+            for (a, b), port in steer.items():
+                self._steer(self.datapaths[self.plan.tor_dpid(a)], b, port, add=True)
+            self._barriers(tors & set(self.datapaths))
+            done = time.time()
+            event = {
+                "seq": len(self.reconfig_events),
+                "reason": reason,
+                "requested": requested,
+                "dark_from": dark_from,
+                "dark_until": dark_until,
+                "done": done,
+                "configured_delay_ms": self.ocs.reconfig_delay_ms,
+                "circuits_before": configuration_as_list(before),
+                "circuits_after": configuration_as_list(target),
+            }
+            self.reconfig_events.append(event)
+            if self.event_log:
+                with self.event_log.open("a") as log:
+                    log.write(json.dumps(event) + "\n")
+            return event
+
+    def _barriers(self, dpids: set[int]) -> None:
+        waits = [hub.spawn(self._barrier, self.datapaths[dpid]) for dpid in dpids]
+        hub.joinall(waits)
+
+    # demand ------------------------------------------------------------------------------------
+    def set_demand_hints(self, matrix: list[list[float]]) -> None:
+        self.demand_hints = matrix
+
+    def demand(self) -> list[list[float]]:
+        """The rack-to-rack demand the periodic mode matches on, per the configured demand source."""
+        source = self.ocs.demand_source
+        racks = self.fabric.racks
+        return [
+            [
+                (self.demand_hints[a][b] if source in ("hints", "both") else 0.0)
+                + (self.measured_demand[a][b] if source in ("measured", "both") else 0.0)
+                for b in range(racks)
+            ]
+            for a in range(racks)
+        ]
+
+    def _measure_demand(self) -> None:
+        """Bytes each ToR sent towards each other rack since the last poll, from its per-rack flow counters."""
+        racks = self.fabric.racks
+        measured = [[0.0] * racks for _ in range(racks)]
+        for a in range(racks):
+            dp = self.datapaths.get(self.plan.tor_dpid(a))
+            if dp is None:
+                continue
+            parser = dp.ofproto_parser
+            replies = ofctl_api.send_msg(self, parser.OFPFlowStatsRequest(dp), reply_cls=parser.OFPFlowStatsReply, reply_multi=True)
+            for reply in replies:
+                for stat in reply.body:
+                    if not stat.cookie & (COOKIE_EPS | COOKIE_CIRCUIT):
+                        continue
+                    b = stat.cookie & COOKIE_RACK_MASK
+                    key = (dp.id, stat.cookie)
+                    previous = self._flow_bytes.get(key, 0)
+                    # a circuit rule re-added after a reconfiguration starts again from zero
+                    delta = stat.byte_count - previous if stat.byte_count >= previous else stat.byte_count
+                    self._flow_bytes[key] = stat.byte_count
+                    measured[a][b] += delta
+        self.measured_demand = measured
+
+    def _periodic_loop(self) -> None:
+        interval = self.ocs.reconfig_interval_s
+        next_tick = time.monotonic() + interval
+        while True:
+            hub.sleep(max(0.0, next_tick - time.monotonic()))
+            next_tick += interval
+            if not self.ready:
+                continue
+            try:
+                if self.ocs.demand_source in ("measured", "both"):
+                    self._measure_demand()
+                wanted = elephant_demand(self.demand(), self.ocs.elephant_threshold_bytes)
+                target = max_weight_configuration(wanted, self.plan.ocs_ports_per_tor, self.circuits)
+                if target == self.circuits and self.ocs.skip_unchanged:
+                    self.skipped_reconfigurations += 1
+                    continue
+                self.reconfigure(target, reason="periodic")
+            except Exception:
+                self.logger.exception("periodic reconfiguration failed; retrying next interval")
+
+    # counters ----------------------------------------------------------------------------------
+    def port_counters(self) -> dict[str, dict[int, dict[str, int]]]:
+        names = self.plan.switch_names()
+        counters: dict[str, dict[int, dict[str, int]]] = {}
+        for dpid, dp in sorted(self.datapaths.items()):
+            parser, ofp = dp.ofproto_parser, dp.ofproto
+            replies = ofctl_api.send_msg(self, parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY),
+                                         reply_cls=parser.OFPPortStatsReply, reply_multi=True)
+            ports = {}
+            for reply in replies:
+                for stat in reply.body:
+                    if stat.port_no <= ofp.OFPP_MAX:
+                        ports[stat.port_no] = {
+                            "rx_bytes": stat.rx_bytes, "tx_bytes": stat.tx_bytes,
+                            "rx_packets": stat.rx_packets, "tx_packets": stat.tx_packets,
+                        }
+            counters[names[dpid]] = ports
+        return counters

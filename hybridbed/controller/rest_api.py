@@ -1,0 +1,106 @@
+"""REST API of the fabric controller on 127.0.0.1 (Ryu convention: JSON in, JSON out).
+
+GET  /status    switches connected and ready, mode, circuit count
+GET  /circuits  the lit circuits
+PUT  /circuits  {"circuits": [{"src_rack": a, "dst_rack": b, "src_port": 0, "dst_port": 0}, ...]}
+                pinned mode only; answers once the new circuits carry traffic, with the event
+GET  /events    every reconfiguration: requested, dark_from, dark_until, done, circuits before/after
+GET  /demand    demand hints, measured demand, and what periodic mode matches on
+PUT  /demand    {"demand": [[bytes from rack a to rack b, ...], ...]} (hints)
+GET  /ports     OpenFlow port counters of every switch
+
+Invalid input gets HTTP 400 with {"error": message} and leaves the state as it was.
+"""
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+from routes import Mapper
+from webob import Request, Response
+
+from hybridbed.controller.circuits import ConfigurationError, configuration_as_list, parse_configuration, parse_demand
+
+
+def _json(status: int, body: object) -> Response:
+    return Response(status=status, content_type="application/json", charset="utf-8", body=json.dumps(body).encode())
+
+
+def _body(request: Request, key: str) -> object:
+    try:
+        data = json.loads(request.body or b"")
+    except ValueError as err:
+        raise ConfigurationError(f"request body is not valid JSON: {err}") from None
+    if not isinstance(data, dict) or key not in data:
+        raise ConfigurationError(f'request body must be a JSON object with "{key}"')
+    return data[key]
+
+
+class FabricRestApi:
+    """Maps HTTP requests onto the controller's methods; holds no state of its own."""
+
+    def __init__(self, controller):
+        self.c = controller
+        self.mapper = Mapper()
+        for path, method, handler in [
+            ("/status", "GET", self.status),
+            ("/circuits", "GET", self.get_circuits),
+            ("/circuits", "PUT", self.put_circuits),
+            ("/events", "GET", self.get_events),
+            ("/demand", "GET", self.get_demand),
+            ("/demand", "PUT", self.put_demand),
+            ("/ports", "GET", self.get_ports),
+        ]:
+            self.mapper.connect(path, handler=handler, conditions={"method": [method]})
+
+    def __call__(self, environ, start_response):
+        request = Request(environ)
+        match = self.mapper.match(environ=environ)
+        if match is None:
+            response = _json(404, {"error": f"no such resource: {request.method} {request.path}"})
+        else:
+            handler: Callable[[Request], Response] = match["handler"]
+            try:
+                response = handler(request)
+            except ConfigurationError as err:
+                response = _json(400, {"error": str(err)})
+        return response(environ, start_response)
+
+    def status(self, request: Request) -> Response:
+        names = self.c.plan.switch_names()
+        return _json(200, {
+            "ready": self.c.ready,
+            "switches": {names[d]: d in self.c.installed for d in names},
+            "mode": self.c.ocs.mode if self.c.fabric.has_ocs else "none",
+            "steering": self.c.ocs.steering,
+            "circuits": len(self.c.circuits),
+            "reconfigurations": len(self.c.reconfig_events),
+            "skipped_reconfigurations": self.c.skipped_reconfigurations,
+        })
+
+    def get_circuits(self, request: Request) -> Response:
+        return _json(200, {"circuits": configuration_as_list(self.c.circuits)})
+
+    def put_circuits(self, request: Request) -> Response:
+        if not self.c.fabric.has_ocs:
+            return _json(409, {"error": "this fabric has no OCS (variant f-eps)"})
+        if self.c.ocs.mode != "pinned":
+            return _json(409, {"error": "circuits are set by the controller in periodic mode; post demand instead"})
+        if not self.c.ready:
+            return _json(503, {"error": "not every switch is connected yet"})
+        config = parse_configuration(_body(request, "circuits"), self.c.fabric.racks, self.c.plan.ocs_ports_per_tor)
+        return _json(200, {"event": self.c.reconfigure(config, reason="api")})
+
+    def get_events(self, request: Request) -> Response:
+        return _json(200, {"events": self.c.reconfig_events})
+
+    def get_demand(self, request: Request) -> Response:
+        return _json(200, {"hints": self.c.demand_hints, "measured": self.c.measured_demand, "effective": self.c.demand()})
+
+    def put_demand(self, request: Request) -> Response:
+        self.c.set_demand_hints(parse_demand(_body(request, "demand"), self.c.fabric.racks))
+        return _json(200, {"hints": self.c.demand_hints})
+
+    def get_ports(self, request: Request) -> Response:
+        return _json(200, {"ports": self.c.port_counters()})
+

@@ -1,0 +1,132 @@
+"""Keeping a run apart from everything else on the machine.
+
+FabricNamespace: each run's switches, private Open vSwitch and controller live in a network namespace
+of their own. The userspace datapath creates fixed-name devices (`ovs-netdev`) and Mininet names
+switch ports `<switch>-ethN`, so without this two runs, or a run and somebody else's Mininet, collide.
+
+RunCgroup: every process the run starts joins one cgroup, so cleanup ends exactly the run's processes,
+by pid, including ones started inside Mininet hosts, and nothing else.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+CLONE_NEWNET = 0x40000000
+NETNS_DIR = Path("/run/netns")
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+CGROUP_GROUP = "hybridbed"
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _setns(fd: int) -> None:
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"setns failed: {os.strerror(err)}")
+
+
+class FabricNamespace:
+    """A named network namespace (visible in `ip netns list`) that the calling thread can enter and leave."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.path = NETNS_DIR / name
+        self._previous_fd: int | None = None
+
+    def create(self) -> None:
+        subprocess.run(["ip", "netns", "add", self.name], check=True, capture_output=True, text=True)
+        subprocess.run(["ip", "netns", "exec", self.name, "ip", "link", "set", "lo", "up"], check=True)
+
+    def enter(self) -> None:
+        """Move this thread (and every process it starts from now on) into the namespace."""
+        self._previous_fd = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            _setns(fd)
+        finally:
+            os.close(fd)
+
+    def leave(self) -> None:
+        if self._previous_fd is None:
+            return
+        try:
+            _setns(self._previous_fd)
+        finally:
+            os.close(self._previous_fd)
+            self._previous_fd = None
+
+    def delete(self) -> None:
+        """Remove the namespace; its interfaces (veths, OVS taps) go with it once no process holds it."""
+        if self.path.exists():
+            subprocess.run(["ip", "netns", "delete", self.name], check=False, capture_output=True)
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+
+def _cgroup_base() -> Path:
+    """The hierarchy that tracks processes: v1's `pids` controller if mounted, else the v2 tree."""
+    for candidate in (CGROUP_ROOT / "pids", CGROUP_ROOT / "unified", CGROUP_ROOT):
+        if (candidate / "cgroup.procs").exists():
+            return candidate
+    raise RuntimeError(f"no cgroup hierarchy found under {CGROUP_ROOT}")
+
+
+class RunCgroup:
+    """The cgroup that holds all of a run's processes."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    @classmethod
+    def for_run(cls, run_id: str) -> "RunCgroup":
+        return cls(_cgroup_base() / CGROUP_GROUP / run_id)
+
+    def create(self) -> None:
+        self.path.mkdir(parents=True, exist_ok=False)
+
+    def join(self, pid: int) -> None:
+        (self.path / "cgroup.procs").write_text(str(pid))
+
+    def join_self(self) -> None:
+        """For use as a subprocess preexec_fn: the child joins before it executes anything."""
+        self.join(os.getpid())
+
+    def pids(self) -> list[int]:
+        try:
+            return [int(line) for line in (self.path / "cgroup.procs").read_text().split()]
+        except FileNotFoundError:
+            return []
+
+    def kill_all(self, grace_s: float = 2.0) -> None:
+        """SIGTERM every member, then SIGKILL whatever is left after the grace period."""
+        deadline = time.monotonic() + grace_s
+        sig = signal.SIGTERM
+        while self.pids():
+            for pid in self.pids():
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.05)
+            if time.monotonic() > deadline:
+                sig = signal.SIGKILL
+            if time.monotonic() > deadline + 5:
+                raise RuntimeError(f"processes {self.pids()} in {self.path} survive SIGKILL")
+
+    def remove(self) -> None:
+        """Remove the run's cgroup (and the shared parent if no other run uses it)."""
+        for path in (self.path, self.path.parent):
+            try:
+                path.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError as err:
+                if err.errno not in (errno.EBUSY, errno.ENOTEMPTY) or path == self.path:
+                    raise

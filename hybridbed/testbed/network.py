@@ -1,0 +1,237 @@
+"""Bring-up and tear-down of an emulated hybrid DCN: namespace, cgroup, private OVS, controller, Mininet.
+
+Usage:
+    with HybridNetwork(FabricSpec(racks=4, hosts_per_rack=2), OcsSpec()) as net:
+        net.host(0, 0).cmd("ping -c1", net.plan.host(1, 0).ip)
+        net.controller.set_circuits([{"src_rack": 0, "dst_rack": 1}])
+
+Every step is recorded in the run manifest before it happens, so `hybridbed clean` can undo a run
+that crashed or was killed at any point. The calling thread runs inside the fabric namespace
+between start() and stop(); everything it spawns meanwhile starts there too.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from functools import partial
+from pathlib import Path
+
+from mininet.log import setLogLevel
+from mininet.net import Mininet
+from mininet.node import Host, OVSSwitch, RemoteController
+
+from hybridbed.controller.client import DEFAULT_REST_PORT, FabricClient
+from hybridbed.testbed.addressing import EPS_DPID, HOST_PREFIX_LEN, OCS_DPID, FabricPlan
+from hybridbed.testbed.cleanup import clean_run
+from hybridbed.testbed.isolation import FabricNamespace, RunCgroup
+from hybridbed.testbed.ovs import PrivateOVS, kernel_datapath_available
+from hybridbed.testbed.runs import RunRecord
+from hybridbed.testbed.shaping import ShapedLink
+from hybridbed.testbed.spec import FabricSpec, OcsSpec
+
+OPENFLOW_PORT = 6653
+OFFLOADS_OFF = "tx off rx off tso off gso off gro off"
+
+
+class _JoinsRunCgroup:
+    """Mininet starts every node shell and node command through Node._popen: make each join the run cgroup."""
+
+    def __init__(self, name: str, run_cgroup: RunCgroup, **params):
+        self.run_cgroup = run_cgroup
+        super().__init__(name, **params)
+
+    def _popen(self, cmd, **params):
+        return super()._popen(cmd, preexec_fn=self.run_cgroup.join_self, **params)
+
+
+class RunHost(_JoinsRunCgroup, Host):
+    pass
+
+
+class RunSwitch(_JoinsRunCgroup, OVSSwitch):
+    pass
+
+
+class FabricMininet(Mininet):
+    """Mininet without its one-time fixLimits(), which raises system-wide sysctls and rlimits:
+    a run must not change settings that other users of the machine depend on."""
+
+    def __init__(self, *args, **kwargs):
+        Mininet.inited = True  # Mininet.__init__ calls Mininet.init() by class name
+        super().__init__(*args, **kwargs)
+
+
+class FabricController(RemoteController):
+    """The run's os-ken process. Its readiness is judged by its REST API (every switch connected and
+    programmed), not by Mininet's telnet probe, which needs telnet and races the process start."""
+
+    def checkListening(self) -> None:
+        pass
+
+
+class NetworkStartError(RuntimeError):
+    """Bring-up failed; the message carries the tails of the controller and Open vSwitch logs."""
+
+
+def _dpid(value: int) -> str:
+    return f"{value:016x}"
+
+
+class HybridNetwork:
+    def __init__(self, fabric: FabricSpec, ocs: OcsSpec | None = None, start_timeout_s: float = 60.0):
+        self.fabric = fabric
+        self.ocs = ocs or OcsSpec()
+        self.plan = FabricPlan(fabric)
+        self.start_timeout_s = start_timeout_s
+        self.record: RunRecord | None = None
+        self.namespace: FabricNamespace | None = None
+        self.cgroup: RunCgroup | None = None
+        self.ovs: PrivateOVS | None = None
+        self.controller_proc: subprocess.Popen | None = None
+        self.controller = FabricClient(DEFAULT_REST_PORT)
+        self.net: Mininet | None = None
+        self.datapath = "kernel" if kernel_datapath_available() else "user"
+        self.bringup_s: float | None = None
+        self._saved_env: dict[str, str | None] = {}
+
+    @property
+    def run_id(self) -> str:
+        assert self.record is not None
+        return self.record.run_id
+
+    def __enter__(self) -> "HybridNetwork":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # bring-up ----------------------------------------------------------------------------------
+    def start(self) -> None:
+        t0 = time.monotonic()
+        self.record = RunRecord.create()
+        self.record_id = self.record.run_id
+        try:
+            self._isolate()
+            self._start_ovs()
+            self._start_controller()
+            self._build_mininet()
+            self.controller.wait_ready(self.start_timeout_s, alive=lambda: self.controller_proc.poll() is None)
+            self.record.set(status="running")
+        except BaseException as err:
+            diagnostics = self._log_tails()
+            self.stop(status="failed")
+            if isinstance(err, Exception):
+                raise NetworkStartError(f"bring-up of run {self.record_id} failed: {err}\n{diagnostics}") from err
+            raise
+        self.bringup_s = time.monotonic() - t0
+
+    def _isolate(self) -> None:
+        self.cgroup = RunCgroup.for_run(self.run_id)
+        self.record.set(cgroups=[str(self.cgroup.path)])
+        self.cgroup.create()
+        self.namespace = FabricNamespace(self.run_id)
+        self.record.set(netns=self.namespace.name)
+        self.namespace.create()
+        self.namespace.enter()
+
+    def _start_ovs(self) -> None:
+        self.ovs = PrivateOVS(self.record.state_dir / "ovs", preexec=self.cgroup.join_self)
+        for key, value in self.ovs.env.items():  # Mininet's ovs-vsctl calls inherit the environment
+            self._saved_env[key] = os.environ.get(key)
+            os.environ[key] = value
+        self.ovs.start()
+        for name, proc in self.ovs.processes.items():
+            self.record.add_process(proc.pid, name)
+
+    def _start_controller(self) -> None:
+        state = self.record.state_dir
+        (state / "fabric.json").write_text(self.fabric.model_dump_json())
+        (state / "ocs.json").write_text(self.ocs.model_dump_json())
+        log = open(state / "controller.log", "wb")
+        self.controller_proc = subprocess.Popen(
+            [sys.executable, "-m", "hybridbed.controller.main",
+             "--fabric-spec", str(state / "fabric.json"), "--ocs-spec", str(state / "ocs.json"),
+             "--of-port", str(OPENFLOW_PORT), "--rest-port", str(DEFAULT_REST_PORT),
+             "--event-log", str(state / "ocs_events.jsonl")],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=self.cgroup.join_self,
+        )
+        log.close()
+        self.record.add_process(self.controller_proc.pid, "controller")
+
+    def _build_mininet(self) -> None:
+        setLogLevel("warning")
+        plan, fabric = self.plan, self.fabric
+        switch = partial(RunSwitch, run_cgroup=self.cgroup, datapath=self.datapath,
+                         protocols="OpenFlow13", failMode="secure")
+        net = FabricMininet(topo=None, build=False, host=partial(RunHost, run_cgroup=self.cgroup), switch=switch,
+                      link=ShapedLink, controller=None, autoSetMacs=False, autoStaticArp=False)
+        self.net = net
+        net.addController(FabricController("c0", ip="127.0.0.1", port=OPENFLOW_PORT))
+        eps = net.addSwitch("eps", dpid=_dpid(EPS_DPID))
+        ocs = net.addSwitch("ocs", dpid=_dpid(OCS_DPID)) if fabric.has_ocs else None
+        for rack in range(fabric.racks):
+            tor = net.addSwitch(plan.tor_name(rack), dpid=_dpid(plan.tor_dpid(rack)))
+            for h in range(fabric.hosts_per_rack):
+                addr = plan.host(rack, h)
+                host = net.addHost(addr.name, ip=f"{addr.ip}/{HOST_PREFIX_LEN}", mac=addr.mac)
+                net.addLink(host, tor, port1=0, port2=addr.tor_port, bw=fabric.host_rate_mbps)
+            net.addLink(tor, eps, port1=plan.tor_eps_port, port2=plan.eps_port(rack), bw=fabric.eps_uplink_mbps)
+            if ocs is not None:
+                for k in range(plan.ocs_ports_per_tor):
+                    net.addLink(tor, ocs, port1=plan.tor_ocs_port(k), port2=plan.ocs_port(rack, k),
+                                bw=fabric.ocs_rate_mbps)
+        net.build()
+        self._configure_interfaces()
+        net.start()
+
+    def _configure_interfaces(self) -> None:
+        """Offloads off everywhere (the userspace datapath drops TCP otherwise) and static ARP in hosts."""
+        for host in self.net.hosts:
+            neighbours = [f"ip neigh replace {a.ip} lladdr {a.mac} dev {host.defaultIntf()} nud permanent"
+                          for a in self.plan.hosts() if a.name != host.name]
+            host.cmd(f"ethtool -K {host.defaultIntf()} {OFFLOADS_OFF}; " + "; ".join(neighbours))
+        for switch in self.net.switches:
+            for intf in switch.intfList():
+                if intf.name != "lo":
+                    subprocess.run(["ethtool", "-K", intf.name, *OFFLOADS_OFF.split()], capture_output=True)
+
+    # access ------------------------------------------------------------------------------------
+    def host(self, rack: int, index: int) -> Host:
+        return self.net.get(self.plan.host(rack, index).name)
+
+    # tear-down ---------------------------------------------------------------------------------
+    def stop(self, status: str = "stopped") -> None:
+        """Stop gracefully where possible, then remove whatever the manifest still records."""
+        if self.record is None:
+            return
+        try:
+            if self.net is not None:
+                self.net.stop()
+            if self.ovs is not None:
+                self.ovs.stop()
+        finally:
+            self.net = None
+            if self.namespace is not None:
+                self.namespace.leave()
+            for key, value in self._saved_env.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+            self._saved_env.clear()
+            self.record.set(status=status)
+            clean_run(self.record.manifest)
+            self.record = None
+
+    def _log_tails(self, lines: int = 8) -> str:
+        """The last lines the controller and OVS daemons wrote, before cleanup removes the state directory."""
+        state = self.record.state_dir
+        parts = []
+        for path in [state / "controller.log", state / "ovs" / "ovs-vswitchd.log", state / "ovs" / "ovsdb-server.log"]:
+            if path.exists():
+                tail = path.read_text(errors="replace").strip().splitlines()[-lines:]
+                parts.append(f"--- {path.name}\n" + "\n".join(tail))
+        return "\n".join(parts)

@@ -1,0 +1,104 @@
+"""A private Open vSwitch instance for one run: its own database, sockets and daemons.
+
+The run's bridges never appear in the system OVS (or anybody else's), and stopping the run stops
+only these daemons. Mininet's ovs-vsctl/ovs-ofctl calls find this instance through OVS_RUNDIR.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable
+
+VSWITCH_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
+
+
+def kernel_datapath_available() -> bool:
+    """True where the openvswitch kernel module is loaded or loadable; else the userspace datapath is used."""
+    if Path("/sys/module/openvswitch").exists():
+        return True
+    probe = subprocess.run(["modprobe", "-q", "openvswitch"], capture_output=True)
+    return probe.returncode == 0 and Path("/sys/module/openvswitch").exists()
+
+
+class PrivateOVS:
+    """ovsdb-server and ovs-vswitchd running from `rundir`, started in the caller's network namespace."""
+
+    def __init__(self, rundir: Path, preexec: Callable[[], None]):
+        self.rundir = rundir
+        self._preexec = preexec
+        self.processes: dict[str, subprocess.Popen] = {}
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment that points OVS command-line tools at this instance."""
+        d = str(self.rundir)
+        return {"OVS_RUNDIR": d, "OVS_DBDIR": d, "OVS_LOGDIR": d, "OVS_SYSCONFDIR": d}
+
+    def vsctl(self, *args: str, timeout: float = 10) -> str:
+        result = subprocess.run(
+            ["ovs-vsctl", f"--timeout={int(timeout)}", *args],
+            env={**os.environ, **self.env}, capture_output=True, text=True, timeout=timeout + 5,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"ovs-vsctl {' '.join(args)} failed: {result.stderr.strip()}")
+        return result.stdout
+
+    def start(self) -> None:
+        if not VSWITCH_SCHEMA.exists():
+            raise RuntimeError(f"Open vSwitch schema {VSWITCH_SCHEMA} not found: install openvswitch-switch (setup.sh does)")
+        self.rundir.mkdir(parents=True, exist_ok=True)
+        db = self.rundir / "conf.db"
+        subprocess.run(["ovsdb-tool", "create", str(db), str(VSWITCH_SCHEMA)], check=True, capture_output=True)
+        self._spawn("ovsdb-server", [
+            "ovsdb-server", str(db), f"--remote=punix:{self.rundir / 'db.sock'}",
+            f"--unixctl={self.rundir / 'ovsdb-server.ctl'}", f"--pidfile={self.rundir / 'ovsdb-server.pid'}",
+            f"--log-file={self.rundir / 'ovsdb-server.log'}", "--no-chdir",
+        ])
+        self._wait_for(self.rundir / "db.sock", "ovsdb-server")
+        self.vsctl("--no-wait", "init")
+        self._spawn("ovs-vswitchd", [
+            "ovs-vswitchd", f"unix:{self.rundir / 'db.sock'}",
+            f"--unixctl={self.rundir / 'ovs-vswitchd.ctl'}", f"--pidfile={self.rundir / 'ovs-vswitchd.pid'}",
+            f"--log-file={self.rundir / 'ovs-vswitchd.log'}", "--no-chdir",
+        ])
+        self._wait_for(self.rundir / "ovs-vswitchd.ctl", "ovs-vswitchd")
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        log = open(self.rundir / f"{name}.stderr", "wb")
+        self.processes[name] = subprocess.Popen(
+            argv, env={**os.environ, **self.env}, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, preexec_fn=self._preexec,
+        )
+        log.close()
+
+    def _wait_for(self, path: Path, name: str, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not path.exists():
+            if self.processes[name].poll() is not None:
+                raise RuntimeError(f"{name} exited at start-up: {self.log_tail(name)}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{name} did not create {path} within {timeout:.0f} s")
+            time.sleep(0.02)
+
+    def log_tail(self, name: str, lines: int = 5) -> str:
+        text = ""
+        for suffix in (".stderr", ".log"):
+            path = self.rundir / f"{name}{suffix}"
+            if path.exists():
+                text += path.read_text(errors="replace")
+        return " | ".join(text.strip().splitlines()[-lines:])
+
+    def stop(self) -> None:
+        """Stop vswitchd before the database, each gracefully first."""
+        for name in ("ovs-vswitchd", "ovsdb-server"):
+            proc = self.processes.pop(name, None)
+            if proc is None or proc.poll() is not None:
+                continue
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

@@ -1,0 +1,98 @@
+"""What a hybrid DCN looks like and how its OCS behaves: validated settings shared by every backend.
+
+Validation happens here, before anything is created, so a bad value is reported once, by field name.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+# DSCP value a sender sets on traffic that may take a circuit in steering mode `marked`.
+# AF11 is the RFC 4594 class for high-throughput bulk data.
+DEFAULT_BULK_DSCP = 10
+# Mininet's TCLink ignores (with only a log line) any rate above 1000 Mb/s, so larger values are refused here.
+MAX_LINK_RATE_MBPS = 1000.0
+
+
+class FabricSpec(BaseModel):
+    """Racks, hosts and link rates. Rates are in Mb/s on the emulated links (already scaled)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    racks: int = Field(ge=2, le=250, description="number of racks (ToR switches)")
+    hosts_per_rack: int = Field(ge=1, le=250)
+    host_rate_mbps: float = Field(default=100.0, gt=0, le=MAX_LINK_RATE_MBPS)
+    eps_rate_mbps: float | None = Field(
+        default=None, gt=0, le=MAX_LINK_RATE_MBPS, description="ToR-to-EPS uplink rate; derived from oversubscription if unset"
+    )
+    oversubscription: float = Field(
+        default=10.0, ge=1.0, le=1000.0, description="rack host capacity / EPS uplink rate, used when eps_rate_mbps is unset"
+    )
+    ocs_rate_mbps: float = Field(default=200.0, gt=0, le=MAX_LINK_RATE_MBPS)
+    ocs_ports_per_tor: int = Field(default=1, ge=1, le=8)
+    variant: Literal["hybrid", "f-eps"] = Field(
+        default="hybrid", description="f-eps: no OCS, EPS uplinks at the OCS rate"
+    )
+
+    @model_validator(mode="after")
+    def _derived_eps_rate_in_range(self) -> "FabricSpec":
+        if self.eps_uplink_mbps > MAX_LINK_RATE_MBPS:
+            raise ValueError(
+                f"the EPS uplink rate works out to {self.eps_uplink_mbps:g} Mb/s (host_rate_mbps x hosts_per_rack / "
+                f"oversubscription), above the {MAX_LINK_RATE_MBPS:g} Mb/s a shaped link can have; raise oversubscription"
+            )
+        return self
+
+    @property
+    def has_ocs(self) -> bool:
+        return self.variant == "hybrid"
+
+    @property
+    def eps_uplink_mbps(self) -> float:
+        """The ToR-EPS rate actually configured, after the variant and oversubscription rules."""
+        if self.variant == "f-eps":
+            return self.ocs_rate_mbps
+        if self.eps_rate_mbps is not None:
+            return self.eps_rate_mbps
+        return self.host_rate_mbps * self.hosts_per_rack / self.oversubscription
+
+
+class OcsSpec(BaseModel):
+    """How the controller runs the optical circuit switch and steers traffic onto it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["pinned", "periodic"] = "pinned"
+    reconfig_interval_s: float = Field(default=1.0, gt=0.01, le=3600)
+    reconfig_delay_ms: float = Field(default=10.0, ge=0, le=10_000)
+    steering: Literal["all", "marked"] = "all"
+    bulk_dscp: int = Field(default=DEFAULT_BULK_DSCP, ge=1, le=63)
+    demand_source: Literal["hints", "measured", "both"] = "both"
+    elephant_threshold_bytes: float = Field(default=0.0, ge=0)
+    skip_unchanged: bool = True
+
+
+class SpecError(ValueError):
+    """A specification value is invalid; the message names the field."""
+
+
+def describe_validation_error(err: ValidationError, prefix: str = "") -> str:
+    """One line per problem, each naming the field path and the offending value."""
+    lines = []
+    for problem in err.errors():
+        field = ".".join(str(p) for p in problem["loc"]) or "(root)"
+        if prefix:
+            field = f"{prefix}.{field}"
+        value = problem.get("input")
+        shown = "" if isinstance(value, dict) else f" (got {value!r})"
+        lines.append(f"{field}: {problem['msg']}{shown}")
+    return "; ".join(lines)
+
+
+def parse_spec(model: type[BaseModel], data: dict, prefix: str = "") -> BaseModel:
+    """Validate `data` against `model`, raising SpecError with field names instead of pydantic's dump."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise SpecError(describe_validation_error(err, prefix)) from None

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# One-command set-up for hybridbed on Debian/Ubuntu, as root. Idempotent: a second run only checks.
+#   - Debian packages: Mininet, Open vSwitch, iperf3, cgroup tools, ethtool, ping, iproute2
+#   - .venv in this checkout over /usr/bin/python3 with system site packages (Debian's mininet lives there)
+#   - hybridbed itself (editable) with its Python dependencies and test tools
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup.sh: run as root (Mininet and Open vSwitch need it)" >&2
+  exit 1
+fi
+
+apt_packages=(mininet openvswitch-switch iperf3 cgroup-tools ethtool iputils-ping iproute2 procps python3-venv python3-dev)
+missing=()
+for pkg in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup.sh: installing Debian packages: ${missing[*]}"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup.sh: creating .venv over /usr/bin/python3 (with system site packages for mininet)"
+  /usr/bin/python3 -m venv --system-site-packages .venv
+fi
+
+# Reinstall only when the dependency list changed since the last successful install.
+stamp=.venv/.hybridbed-installed
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "setup.sh: installing hybridbed and its Python dependencies into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e '.[test]'
+  echo "$want" > "$stamp"
+fi
+
+.venv/bin/python -c "import mininet.net, os_ken, networkx, hybridbed" \
+  || { echo "setup.sh: the environment does not import; see the errors above" >&2; exit 1; }
+echo "setup.sh: ready (.venv/bin/hybridbed)"
