@@ -22,6 +22,9 @@ NETNS_DIR = Path("/run/netns")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_GROUP = "hybridbed"
 
+# The emulated network is IPv4 only; IPv6 would add router solicitations and MLD reports on every link.
+IPV6_OFF = ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]
+
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -42,6 +45,7 @@ class FabricNamespace:
     def create(self) -> None:
         subprocess.run(["ip", "netns", "add", self.name], check=True, capture_output=True, text=True)
         subprocess.run(["ip", "netns", "exec", self.name, "ip", "link", "set", "lo", "up"], check=True)
+        subprocess.run(["ip", "netns", "exec", self.name, *IPV6_OFF], check=True, capture_output=True)
 
     def enter(self) -> None:
         """Move this thread (and every process it starts from now on) into the namespace."""

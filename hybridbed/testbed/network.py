@@ -25,7 +25,7 @@ from mininet.node import Host, OVSSwitch, RemoteController
 from hybridbed.controller.client import DEFAULT_REST_PORT, FabricClient
 from hybridbed.testbed.addressing import EPS_DPID, HOST_PREFIX_LEN, OCS_DPID, FabricPlan
 from hybridbed.testbed.cleanup import clean_run
-from hybridbed.testbed.isolation import FabricNamespace, RunCgroup
+from hybridbed.testbed.isolation import IPV6_OFF, FabricNamespace, RunCgroup
 from hybridbed.testbed.ovs import PrivateOVS, kernel_datapath_available
 from hybridbed.testbed.runs import RunRecord
 from hybridbed.testbed.shaping import ShapedLink
@@ -192,7 +192,7 @@ class HybridNetwork:
         for host in self.net.hosts:
             neighbours = [f"ip neigh replace {a.ip} lladdr {a.mac} dev {host.defaultIntf()} nud permanent"
                           for a in self.plan.hosts() if a.name != host.name]
-            host.cmd(f"ethtool -K {host.defaultIntf()} {OFFLOADS_OFF}; " + "; ".join(neighbours))
+            host.cmd(" ".join(IPV6_OFF), f"; ethtool -K {host.defaultIntf()} {OFFLOADS_OFF}; " + "; ".join(neighbours))
         for switch in self.net.switches:
             for intf in switch.intfList():
                 if intf.name != "lo":

@@ -1,0 +1,182 @@
+"""The `hybridbed` command: bring up a hybrid DCN, check its fidelity, clean up after runs."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from hybridbed.testbed.spec import FabricSpec, OcsSpec, SpecError, parse_spec
+
+console = Console(stderr=True)
+
+
+def _fabric_arguments(parser: argparse.ArgumentParser, racks: int | None = None, hosts: int | None = None) -> None:
+    group = parser.add_argument_group("fabric")
+    group.add_argument("--racks", type=int, default=racks, required=racks is None)
+    group.add_argument("--hosts", type=int, default=hosts, required=hosts is None, help="hosts per rack")
+    group.add_argument("--host-rate", type=float, help="host NIC rate, Mb/s (default 20)")
+    group.add_argument("--eps-rate", type=float, help="ToR-EPS uplink rate, Mb/s (default: from --oversubscription)")
+    group.add_argument("--oversubscription", type=float, help="rack host capacity / EPS uplink rate (default 10)")
+    group.add_argument("--ocs-rate", type=float, help="ToR-OCS rate, Mb/s (default 40)")
+    group.add_argument("--ocs-ports", type=int, help="OCS ports per ToR (default 1)")
+    group.add_argument("--variant", choices=["hybrid", "f-eps"], help="f-eps: no OCS, EPS uplinks at the OCS rate")
+
+
+def _ocs_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("OCS controller")
+    group.add_argument("--mode", choices=["pinned", "periodic"], help="circuits set through the API, or every interval")
+    group.add_argument("--interval-s", type=float, help="periodic reconfiguration interval (default 1 s)")
+    group.add_argument("--delay-ms", type=float, help="reconfiguration delay (default 10 ms)")
+    group.add_argument("--steering", choices=["all", "marked"], help="which traffic a circuit carries")
+    group.add_argument("--bulk-dscp", type=int, help="DSCP of bulk traffic in steering mode marked (default 10)")
+    group.add_argument("--demand-source", choices=["hints", "measured", "both"])
+    group.add_argument("--elephant-threshold", type=float, help="bytes per interval below which demand is ignored")
+
+
+def _given(args: argparse.Namespace, mapping: dict[str, str]) -> dict:
+    return {field: getattr(args, attr) for attr, field in mapping.items() if getattr(args, attr, None) is not None}
+
+
+def fabric_from_args(args: argparse.Namespace) -> FabricSpec:
+    return parse_spec(FabricSpec, _given(args, {
+        "racks": "racks", "hosts": "hosts_per_rack", "host_rate": "host_rate_mbps", "eps_rate": "eps_rate_mbps",
+        "oversubscription": "oversubscription", "ocs_rate": "ocs_rate_mbps", "ocs_ports": "ocs_ports_per_tor",
+        "variant": "variant",
+    }))
+
+
+def ocs_from_args(args: argparse.Namespace) -> OcsSpec:
+    return parse_spec(OcsSpec, _given(args, {
+        "mode": "mode", "interval_s": "reconfig_interval_s", "delay_ms": "reconfig_delay_ms", "steering": "steering",
+        "bulk_dscp": "bulk_dscp", "demand_source": "demand_source", "elephant_threshold": "elephant_threshold_bytes",
+    }))
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _terminate_on_sigterm() -> None:
+    """Turn SIGTERM into the same orderly tear-down as Ctrl-C."""
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def cmd_net(args: argparse.Namespace) -> int:
+    from hybridbed.testbed.network import HybridNetwork
+
+    fabric, ocs = fabric_from_args(args), ocs_from_args(args)
+    _terminate_on_sigterm()
+    with console.status(f"bringing up {fabric.racks} racks x {fabric.hosts_per_rack} hosts ..."):
+        net = HybridNetwork(fabric, ocs)
+        net.start()
+    try:
+        console.print(
+            f"[bold]run {net.run_id}[/bold]: {fabric.racks} racks x {fabric.hosts_per_rack} hosts, "
+            f"{'EPS only (f-eps)' if not fabric.has_ocs else 'EPS + OCS'}, {net.datapath} datapath, up in {net.bringup_s:.1f} s\n"
+            f"  host {fabric.host_rate_mbps:g} Mb/s, ToR-EPS {fabric.eps_uplink_mbps:g} Mb/s"
+            + (f", ToR-OCS {fabric.ocs_rate_mbps:g} Mb/s; OCS {ocs.mode}, delay {ocs.reconfig_delay_ms:g} ms, steering {ocs.steering}" if fabric.has_ocs else "")
+            + f"\n  REST API: ip netns exec {net.run_id} curl -s 127.0.0.1:8080/circuits"
+        )
+        if args.cli:
+            from mininet.cli import CLI
+
+            console.print("Mininet CLI: Ctrl-D tears the network down.")
+            CLI(net.net)
+        else:
+            console.print("Up. Ctrl-C tears the network down.")
+            signal.pause()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        with console.status("tearing down ..."):
+            net.stop()
+        console.print(f"run {net.record_id} torn down")
+    return 0
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        return "n/a" if math.isnan(value) else f"{value:.3f}"
+    return str(value)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from hybridbed.testbed.fidelity import run_check
+
+    fabric = fabric_from_args(args)
+    _terminate_on_sigterm()
+    with console.status(f"measuring a {fabric.racks}x{fabric.hosts_per_rack} fabric (about a minute) ..."):
+        report = run_check(fabric, reconfig_delay_ms=args.delay_ms, seconds=args.seconds)
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+        return 0
+    table = Table(title="hybridbed fidelity self-check")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    for key, value in report.as_dict().items():
+        table.add_row(key, _fmt(value))
+    Console().print(table)
+    return 0
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    from hybridbed.testbed.cleanup import RunStillActive, clean
+
+    try:
+        actions = clean(args.run, force=args.force)
+    except (KeyError, RunStillActive) as err:
+        console.print(f"[red]{err.args[0]}[/red]")
+        return 1
+    if not actions:
+        console.print("nothing to clean: no recorded run without a live owner")
+    for run_id, done in actions.items():
+        console.print(f"[bold]{run_id}[/bold]")
+        for line in done or ["nothing was left"]:
+            console.print(f"  {line}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hybridbed", description="Emulation testbed for job scheduling in hybrid EPS/OCS datacenter networks")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    net = sub.add_parser("net", help="bring up an emulated hybrid DCN")
+    _fabric_arguments(net)
+    _ocs_arguments(net)
+    net.add_argument("--cli", action="store_true", help="open the Mininet CLI; Ctrl-D tears down")
+    net.set_defaults(func=cmd_net)
+
+    check = sub.add_parser("check", help="fidelity self-check: goodput, steering, reconfiguration gap, bring-up time")
+    _fabric_arguments(check, racks=4, hosts=2)
+    check.add_argument("--delay-ms", type=float, default=50.0, help="reconfiguration delay to measure (default 50)")
+    check.add_argument("--seconds", type=float, default=4.0, help="length of each goodput measurement")
+    check.add_argument("--json", action="store_true", help="print one JSON object")
+    check.set_defaults(func=cmd_check)
+
+    clean = sub.add_parser("clean", help="remove what runs created (all runs whose process is gone, or one run)")
+    clean.add_argument("run", nargs="?", help="run id (default: every run whose owning process has ended)")
+    clean.add_argument("--force", action="store_true", help="clean a run even though its process still runs")
+    clean.set_defaults(func=cmd_clean)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if os.geteuid() != 0 and args.command in ("net", "check", "clean"):
+        console.print("[red]hybridbed needs root (Mininet, Open vSwitch, namespaces, cgroups)[/red]")
+        return 1
+    try:
+        return args.func(args)
+    except SpecError as err:
+        console.print(f"[red]invalid setting: {err}[/red]")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
