@@ -52,12 +52,11 @@ def _aggregate_ratio(results: list[probes.GoodputResult], per_flow_mbps: float) 
     return sum(r.mbps for r in results) / (per_flow_mbps * len(results))
 
 
-def check_steering(net: HybridNetwork, megabytes: float = 1.0) -> bool:
+def check_steering(net: HybridNetwork, seconds: float = 1.5) -> bool:
     """With circuit 0->1 lit: 0->1 bytes leave ToR 0 on its OCS port; 1->0 and 0->2 bytes on the EPS uplinks,
     and (almost) nothing takes the other path."""
     plan = net.plan
     net.controller.set_circuits([{"src_rack": 0, "dst_rack": 1}])
-    amount = int(megabytes * 1e6)
     ok = True
     for (src, dst), (switch, path_port) in [
         ((0, 1), ("tor0", plan.tor_ocs_port(0))),
@@ -68,7 +67,7 @@ def check_steering(net: HybridNetwork, megabytes: float = 1.0) -> bool:
             continue
         other_port = plan.tor_eps_port if path_port != plan.tor_eps_port else plan.tor_ocs_port(0)
         before = probes.settled_port_bytes(net)
-        probes.send_bytes(net, (src, 0), (dst, 0), amount)
+        amount = probes.goodput(net, [((src, 0), (dst, 0))], seconds, omit_s=0)[0].bytes_received
         after = probes.settled_port_bytes(net)
         ok &= probes.bytes_delta(before, after, switch, path_port) >= amount
         ok &= probes.bytes_delta(before, after, switch, other_port) < amount * 0.05

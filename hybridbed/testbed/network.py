@@ -210,6 +210,9 @@ class HybridNetwork:
         try:
             if self.net is not None:
                 self.net.stop()
+            if self.controller_proc is not None and self.controller_proc.poll() is None:
+                self.controller_proc.terminate()
+                self.controller_proc.wait(timeout=5)
             if self.ovs is not None:
                 self.ovs.stop()
         finally:

@@ -28,6 +28,7 @@ class GoodputResult:
     dst: str
     mbps: float
     intervals_mbps: list[float]
+    bytes_received: int
 
 
 def _start_iperf_server(host: Host, port: int) -> None:
@@ -50,7 +51,8 @@ def _parse_iperf(src: str, dst: str, output: str) -> GoodputResult:
     if "error" in report:
         raise RuntimeError(f"iperf3 {src}->{dst} failed: {report['error']}")
     intervals = [i["sum"]["bits_per_second"] / 1e6 for i in report["intervals"]]
-    return GoodputResult(src, dst, report["end"]["sum_received"]["bits_per_second"] / 1e6, intervals)
+    received = report["end"]["sum_received"]
+    return GoodputResult(src, dst, received["bits_per_second"] / 1e6, intervals, int(received["bytes"]))
 
 
 def goodput(net: HybridNetwork, pairs: list[tuple[tuple[int, int], tuple[int, int]]], seconds: float = 4.0,
@@ -84,13 +86,14 @@ def port_bytes(net: HybridNetwork) -> dict[str, dict[int, int]]:
     return {sw: {int(p): c["tx_bytes"] for p, c in ports.items()} for sw, ports in net.controller.ports().items()}
 
 
-def settled_port_bytes(net: HybridNetwork, timeout: float = 10.0) -> dict[str, dict[int, int]]:
-    """Port counters once queued traffic has drained (two reads 0.3 s apart agree): a sender is done when
-    its bytes are in the socket, not when they have left the shaped queues."""
+def settled_port_bytes(net: HybridNetwork, timeout: float = 15.0, interval: float = 1.2) -> dict[str, dict[int, int]]:
+    """Port counters once queued traffic has drained and OVS has refreshed its statistics (two reads
+    `interval` apart agree; OVS updates port counters about once a second): a sender is done when its
+    bytes are in the socket, not when they have left the shaped queues."""
     previous = port_bytes(net)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        time.sleep(0.3)
+        time.sleep(interval)
         current = port_bytes(net)
         if current == previous:
             return current
@@ -168,15 +171,6 @@ def delivery_gap(tap: OcsPortTap, old_rack: int, new_rack: int, event: dict) -> 
     if not before or not after:
         raise RuntimeError(f"no OCS delivery seen around the reconfiguration (old: {len(before)}, new: {len(after)})")
     return after[0] - before[-1]
-
-
-def send_bytes(net: HybridNetwork, src: tuple[int, int], dst: tuple[int, int], amount: int) -> None:
-    """Move exactly `amount` bytes over one TCP connection (iperf3 -n)."""
-    server, port = net.host(*dst), IPERF_BASE_PORT
-    _start_iperf_server(server, port)
-    _wait_listening(server, port)
-    out = net.host(*src).cmd(f"iperf3 -c {net.plan.host(*dst).ip} -p {port} -n {amount} -J")
-    _parse_iperf(f"{src}", f"{dst}", out)
 
 
 def reconfiguration_gap(net: HybridNetwork) -> tuple[float, dict]:

@@ -27,8 +27,10 @@ class ProcessRecord:
     role: str
 
     def is_alive(self) -> bool:
+        """True while this very process runs (a zombie has ended; it only awaits its parent)."""
         try:
-            return abs(psutil.Process(self.pid).create_time() - self.create_time) < 0.01
+            proc = psutil.Process(self.pid)
+            return abs(proc.create_time() - self.create_time) < 0.01 and proc.status() != psutil.STATUS_ZOMBIE
         except psutil.Error:
             return False
 

@@ -1,0 +1,81 @@
+"""Tear-down and `hybridbed clean` remove exactly what a run created, and nothing else."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from hybridbed.testbed.isolation import FabricNamespace
+from hybridbed.testbed.network import HybridNetwork
+from hybridbed.testbed.runs import STATE_ROOT, RunManifest
+from hybridbed.testbed.spec import FabricSpec
+
+
+def _assert_gone(manifest: RunManifest) -> None:
+    assert not Path(manifest.state_dir).exists()
+    assert not FabricNamespace(manifest.netns).exists()
+    for path in manifest.cgroups:
+        assert not Path(path).exists()
+    for proc in manifest.processes:
+        assert not proc.is_alive(), f"{proc.role} (pid {proc.pid}) survived"
+
+
+def _foreign_namespace(name: str):
+    """Something that is not the run's: a namespace with a veth pair and a bridge device of its own."""
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    subprocess.run(["ip", "netns", "exec", name, "ip", "link", "add", "tor0-eth1", "type", "veth", "peer", "name", "eps-eth1"], check=True)
+    subprocess.run(["ip", "netns", "exec", name, "ip", "link", "add", "ovs-netdev", "type", "bridge"], check=True)
+
+
+def _foreign_links(name: str) -> set[str]:
+    out = subprocess.run(["ip", "netns", "exec", name, "ip", "-j", "link"], capture_output=True, text=True, check=True).stdout
+    return {link["ifname"] for link in json.loads(out)}
+
+
+def test_teardown_leaves_nothing_and_spares_others():
+    _foreign_namespace("hbtest-foreign")
+    try:
+        net = HybridNetwork(FabricSpec(racks=2, hosts_per_rack=1))
+        net.start()
+        manifest = RunManifest.load(net.record.manifest_path)
+        assert len(manifest.processes) >= 3  # ovsdb-server, ovs-vswitchd, controller
+        host_shells = [h.shell.pid for h in net.net.hosts]
+        net.stop()
+        _assert_gone(manifest)
+        assert not any(psutil.pid_exists(pid) for pid in host_shells)
+        assert {"tor0-eth1", "eps-eth1", "ovs-netdev"} <= _foreign_links("hbtest-foreign")
+    finally:
+        subprocess.run(["ip", "netns", "delete", "hbtest-foreign"], check=False)
+
+
+def test_killed_run_is_removed_by_hybridbed_clean():
+    _foreign_namespace("hbtest-foreign2")
+    proc = subprocess.Popen([sys.executable, "-m", "hybridbed.cli", "net", "--racks", "2", "--hosts", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        manifest = None
+        deadline = time.monotonic() + 60
+        while manifest is None or manifest.status != "running":
+            assert time.monotonic() < deadline, "the run did not come up"
+            assert proc.poll() is None, "hybridbed net exited"
+            mine = [m for m in STATE_ROOT.glob("*/manifest.json") if RunManifest.load(m).owner_pid == proc.pid]
+            manifest = RunManifest.load(mine[0]) if mine else None
+            time.sleep(0.2)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert any(p.is_alive() for p in manifest.processes), "daemons should outlive a SIGKILLed owner"
+        result = subprocess.run([sys.executable, "-m", "hybridbed.cli", "clean", manifest.run_id],
+                                capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        _assert_gone(manifest)
+        assert {"tor0-eth1", "eps-eth1", "ovs-netdev"} <= _foreign_links("hbtest-foreign2")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        subprocess.run(["ip", "netns", "delete", "hbtest-foreign2"], check=False)

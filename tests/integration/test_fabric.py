@@ -1,0 +1,120 @@
+"""The network behaves as configured: reachability, steering, rates, reconfiguration, API validation."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from hybridbed.controller.client import ControllerError
+from hybridbed.testbed import probes
+from hybridbed.testbed.fidelity import check_steering
+from hybridbed.testbed.network import HybridNetwork
+from hybridbed.testbed.spec import FabricSpec, OcsSpec
+
+from .conftest import RECONFIG_DELAY_MS
+
+
+def test_every_host_reaches_every_host_over_the_eps(clean_circuits):
+    net = clean_circuits
+    before = probes.settled_port_bytes(net)
+    assert net.net.pingAll(timeout="1") == 0.0
+    after = probes.settled_port_bytes(net)
+    ocs_bytes = sum(probes.bytes_delta(before, after, "ocs", p) for p in after["ocs"])
+    assert ocs_bytes == 0, "with no circuits nothing may cross the OCS"
+
+
+def test_circuit_carries_its_rack_pair_and_nothing_else(clean_circuits):
+    assert check_steering(clean_circuits)
+
+
+def test_marked_steering_takes_only_bulk_traffic_onto_the_circuit(fabric):
+    ocs = OcsSpec(steering="marked")
+    with HybridNetwork(fabric, ocs) as net:
+        net.controller.set_circuits([{"src_rack": 0, "dst_rack": 1}])
+        ocs_port, eps_port = net.plan.tor_ocs_port(0), net.plan.tor_eps_port
+        for dscp, on, off in [(None, eps_port, ocs_port), (ocs.bulk_dscp, ocs_port, eps_port)]:
+            before = probes.settled_port_bytes(net)
+            sent = probes.goodput(net, [((0, 0), (1, 0))], 1.5, dscp=dscp, omit_s=0)[0].bytes_received
+            after = probes.settled_port_bytes(net)
+            assert probes.bytes_delta(before, after, "tor0", on) >= sent
+            assert probes.bytes_delta(before, after, "tor0", off) < 0.05 * sent
+
+
+@pytest.mark.parametrize("path", ["eps", "ocs"])
+def test_tcp_goodput_matches_the_configured_rate(clean_circuits, fabric, path):
+    net = clean_circuits
+    if path == "ocs":
+        net.controller.set_circuits([{"src_rack": 0, "dst_rack": 1}])
+        configured = min(fabric.host_rate_mbps, fabric.ocs_rate_mbps)
+    else:
+        configured = min(fabric.host_rate_mbps, fabric.eps_uplink_mbps)
+    result = probes.goodput(net, [((0, 0), (1, 0))], seconds=4)[0]
+    assert 0.90 * configured <= result.mbps <= 1.05 * configured, f"{result.mbps:.2f} Mb/s on a {configured} Mb/s path"
+
+
+def test_reconfiguration_gap_is_the_configured_delay(clean_circuits):
+    gap_s, event = probes.reconfiguration_gap(clean_circuits)
+    assert event["dark_until"] - event["dark_from"] >= RECONFIG_DELAY_MS / 1000
+    assert RECONFIG_DELAY_MS <= gap_s * 1000 <= RECONFIG_DELAY_MS + 15
+
+
+def test_flow_moved_to_the_eps_during_reconfiguration_keeps_going(clean_circuits):
+    net = clean_circuits
+    net.controller.set_circuits([{"src_rack": 0, "dst_rack": 1}])
+    results: list = []
+    flow = threading.Thread(target=lambda: results.extend(probes.goodput(net, [((0, 0), (1, 0))], 4, omit_s=0)))
+    flow.start()
+    threading.Event().wait(1.5)
+    event = net.controller.set_circuits([{"src_rack": 0, "dst_rack": 2}])
+    flow.join()
+    assert event["circuits_after"][0]["dst_rack"] == 2
+    assert results and all(rate > 0 for rate in results[0].intervals_mbps), results[0].intervals_mbps
+
+
+INVALID_CIRCUITS = [
+    ([{"src_rack": 0, "dst_rack": 9}], "unknown rack"),
+    ([{"src_rack": 0, "dst_rack": 1}, {"src_rack": 0, "dst_rack": 2}], "sends in two circuits"),
+    ([{"src_rack": 0, "dst_rack": 1}, {"src_rack": 2, "dst_rack": 1}], "receives in two circuits"),
+    ([{"src_rack": 3, "dst_rack": 3}], "self-circuit"),
+    ([{"src_rack": "0", "dst_rack": 1}], "must be an integer"),
+]
+INVALID_DEMAND = [
+    ([[0, -1, 0, 0]] + [[0] * 4] * 3, "must not be negative"),
+    ([[0, "lots", 0, 0]] + [[0] * 4] * 3, "finite number"),
+    ([[0, 1]], "list of 4 rows"),
+]
+
+
+def test_invalid_api_input_is_rejected_and_changes_nothing(clean_circuits):
+    net = clean_circuits
+    pinned = [{"src_rack": 1, "dst_rack": 2, "src_port": 0, "dst_port": 0}]
+    net.controller.set_circuits(pinned)
+    hints = net.controller.demand()["hints"]
+    events = len(net.controller.events())
+    for body, message in INVALID_CIRCUITS:
+        with pytest.raises(ControllerError) as err:
+            net.controller.set_circuits(body)
+        assert err.value.status == 400 and message in err.value.message
+    for matrix, message in INVALID_DEMAND:
+        with pytest.raises(ControllerError) as err:
+            net.controller.set_demand(matrix)
+        assert err.value.status == 400 and message in err.value.message
+    for path in ("/circuits", "/demand"):
+        with pytest.raises(ControllerError) as err:
+            net.controller.put_raw(path, b'{"circuits": [')
+        assert err.value.status == 400 and "not valid JSON" in err.value.message
+    assert net.controller.circuits() == pinned
+    assert net.controller.demand()["hints"] == hints
+    assert len(net.controller.events()) == events
+
+
+def test_f_eps_variant_reaches_everything_at_the_ocs_rate():
+    # hosts faster than the OCS rate, so the EPS uplink (at the OCS rate in f-eps) is the bottleneck
+    fabric = FabricSpec(racks=3, hosts_per_rack=2, host_rate_mbps=60, ocs_rate_mbps=40, variant="f-eps")
+    with HybridNetwork(fabric) as net:
+        assert "ocs" not in net.plan.switch_names().values()
+        assert net.net.pingAll(timeout="1") == 0.0
+        result = probes.goodput(net, [((0, 0), (1, 0))], seconds=4)[0]
+        configured = fabric.ocs_rate_mbps
+        assert fabric.eps_uplink_mbps == configured
+        assert 0.90 * configured <= result.mbps <= 1.05 * configured

@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import pytest
+
+from hybridbed.controller.circuits import (
+    Circuit,
+    ConfigurationError,
+    elephant_demand,
+    max_weight_configuration,
+    parse_configuration,
+    parse_demand,
+)
+
+
+def test_matching_serves_the_heaviest_directed_pairs():
+    # 0->1 (10) and 1->0 (9) can both be lit: circuits are directed, one out and one in per rack
+    demand = {(0, 1): 10.0, (1, 0): 9.0, (0, 2): 8.0, (2, 1): 1.0}
+    config = max_weight_configuration(demand, ports_per_tor=1)
+    assert {(c.src_rack, c.dst_rack) for c in config} == {(0, 1), (1, 0)}
+
+
+def test_matching_maximises_total_weight_not_greedy_choice():
+    # greedy would take 0->1 (5) and then only 1->... ; the optimum is 0->2 + 1->... with more in total
+    demand = {(0, 1): 5.0, (0, 2): 4.0, (2, 1): 4.0}
+    config = max_weight_configuration(demand, ports_per_tor=1)
+    assert {(c.src_rack, c.dst_rack) for c in config} == {(0, 2), (2, 1)}
+
+
+def test_threshold_drops_mice_and_the_diagonal():
+    matrix = [[50, 5, 20], [0, 0, 30], [0, 0, 0]]
+    assert elephant_demand(matrix, threshold=10) == {(0, 2): 20, (1, 2): 30}
+
+
+def test_two_ports_per_tor_light_two_circuits_per_rack_and_keep_existing_ports():
+    demand = {(0, 1): 9.0, (0, 2): 8.0, (1, 0): 7.0, (2, 0): 6.0}
+    current = frozenset({Circuit(0, 2, src_port=1, dst_port=1)})
+    config = max_weight_configuration(demand, ports_per_tor=2, current=current)
+    assert {(c.src_rack, c.dst_rack) for c in config} == {(0, 1), (0, 2), (1, 0), (2, 0)}
+    assert Circuit(0, 2, 1, 1) in config
+    assert len({(c.src_rack, c.src_port) for c in config}) == len(config)
+    assert len({(c.dst_rack, c.dst_port) for c in config}) == len(config)
+
+
+def test_unchanged_demand_gives_the_same_configuration():
+    demand = {(0, 1): 3.0, (1, 2): 2.0, (2, 0): 1.0}
+    first = max_weight_configuration(demand, 1)
+    assert max_weight_configuration(demand, 1, current=first) == first
+
+
+@pytest.mark.parametrize("body, message", [
+    ([{"src_rack": 0, "dst_rack": 4}], "unknown rack 4"),
+    ([{"src_rack": 1, "dst_rack": 1}], "self-circuit"),
+    ([{"src_rack": 0, "dst_rack": 1}, {"src_rack": 0, "dst_rack": 2}], "sends in two circuits"),
+    ([{"src_rack": 0, "dst_rack": 1}, {"src_rack": 2, "dst_rack": 1}], "receives in two circuits"),
+    ([{"src_rack": 0, "dst_rack": 1, "src_port": 1}], "unknown OCS port 1"),
+    ([{"src_rack": 0, "dst_rack": True}], "must be an integer"),
+    ([{"src_rack": 0, "dst_rack": 1, "colour": "red"}], "unknown field"),
+    ({"src_rack": 0}, "must be a list"),
+])
+def test_invalid_configurations_name_the_problem(body, message):
+    with pytest.raises(ConfigurationError, match=message):
+        parse_configuration(body, racks=4, ports_per_tor=1)
+
+
+def test_valid_configuration_round_trips():
+    config = parse_configuration([{"src_rack": 0, "dst_rack": 1}, {"src_rack": 1, "dst_rack": 0}], 2, 1)
+    assert config == {Circuit(0, 1), Circuit(1, 0)}
+
+
+@pytest.mark.parametrize("matrix, message", [
+    ([[0, -1], [0, 0]], r"demand\[0\]\[1\] must not be negative"),
+    ([[0, "x"], [0, 0]], r"demand\[0\]\[1\] must be a finite number"),
+    ([[0, float("nan")], [0, 0]], "finite"),
+    ([[0, 1]], "list of 2 rows"),
+    ([[0, 1], [0]], r"demand\[1\] must be a list of 2"),
+])
+def test_invalid_demand_is_rejected(matrix, message):
+    with pytest.raises(ConfigurationError, match=message):
+        parse_demand(matrix, racks=2)
