@@ -16,7 +16,6 @@ import subprocess
 import sys
 import time
 from functools import partial
-from pathlib import Path
 
 from mininet.log import setLogLevel
 from mininet.net import Mininet
