@@ -68,12 +68,13 @@ def goodput(net: HybridNetwork, pairs: list[tuple[tuple[int, int], tuple[int, in
         servers.append((net.host(r, h), port))
     for host, port in servers:
         _wait_listening(host, port)
-    tos = f" --tos {dscp << 2}" if dscp is not None else ""
+    tos = ["--tos", str(dscp << 2)] if dscp is not None else []
     clients = []
     for i, ((sr, sh), (dr, dh)) in enumerate(pairs):
         dst_ip = net.plan.host(dr, dh).ip
-        cmd = f"iperf3 -c {dst_ip} -p {IPERF_BASE_PORT + i} -t {seconds + omit_s:g} -O {omit_s:g} -J{tos}"
-        clients.append(net.host(sr, sh).popen(cmd, shell=True))
+        cmd = ["iperf3", "-c", dst_ip, "-p", str(IPERF_BASE_PORT + i), "-t", f"{seconds + omit_s:g}",
+               "-O", f"{omit_s:g}", "-J", *tos]
+        clients.append(net.host(sr, sh).popen(cmd))
     results = []
     for ((sr, sh), (dr, dh)), proc in zip(pairs, clients):
         out, _ = proc.communicate(timeout=seconds + omit_s + 30)
