@@ -20,10 +20,10 @@ def _fabric_arguments(parser: argparse.ArgumentParser, racks: int | None = None,
     group = parser.add_argument_group("fabric")
     group.add_argument("--racks", type=int, default=racks, required=racks is None)
     group.add_argument("--hosts", type=int, default=hosts, required=hosts is None, help="hosts per rack")
-    group.add_argument("--host-rate", type=float, help="host NIC rate, Mb/s (default 20)")
+    group.add_argument("--host-rate", type=float, help="host NIC rate, Mb/s (default 10)")
     group.add_argument("--eps-rate", type=float, help="ToR-EPS uplink rate, Mb/s (default: from --oversubscription)")
     group.add_argument("--oversubscription", type=float, help="rack host capacity / EPS uplink rate (default 10)")
-    group.add_argument("--ocs-rate", type=float, help="ToR-OCS rate, Mb/s (default 40)")
+    group.add_argument("--ocs-rate", type=float, help="ToR-OCS rate, Mb/s (default 20)")
     group.add_argument("--ocs-ports", type=int, help="OCS ports per ToR (default 1)")
     group.add_argument("--variant", choices=["hybrid", "f-eps"], help="f-eps: no OCS, EPS uplinks at the OCS rate")
 

@@ -200,20 +200,22 @@ class HybridFabricController(app_manager.OSKenApp):
             for (a, b), port in unsteer.items():
                 self._steer(self.datapaths[self.plan.tor_dpid(a)], b, port, add=False)
             self._barriers(tors & set(self.datapaths))
+            # the affected pairs left their circuits at the unsteer barrier: the dark time counts from there
+            dark_from = time.time()
             ocs = self.datapaths[OCS_DPID]
             for circuit in removed:
                 self._ocs_rule(ocs, circuit, add=False)
             self._barrier(ocs)
-            dark_from = time.time()
             self.circuits = target  # from here on a (re)connecting switch gets the new configuration
             if added:
                 hub.sleep(max(0.0, self.ocs.reconfig_delay_ms / 1000.0 - (time.time() - dark_from)))
                 for circuit in added:
                     self._ocs_rule(ocs, circuit, add=True)
-                self._barrier(ocs)
-            dark_until = time.time()
+            # steering back goes out right behind the circuits (not a barrier later), so both land together
             for (a, b), port in steer.items():
                 self._steer(self.datapaths[self.plan.tor_dpid(a)], b, port, add=True)
+            self._barrier(ocs)
+            dark_until = time.time()
             self._barriers(tors & set(self.datapaths))
             done = time.time()
             event = {

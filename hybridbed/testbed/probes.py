@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import select
 import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass
@@ -20,10 +21,13 @@ IPERF_BASE_PORT = 5201
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
 PROBE_UDP_PORT = 9999
+SO_TIMESTAMPNS = 35  # <asm-generic/socket.h>; the socket module does not export it
+TIMESTAMP_CMSG_SPACE = socket.CMSG_SPACE(16)  # struct timespec
 
 
 @dataclass
 class GoodputResult:
+    """One iperf3 flow as its receiver saw it: mean goodput after the omitted start, per-second goodput."""
     src: str
     dst: str
     mbps: float
@@ -32,7 +36,7 @@ class GoodputResult:
 
 
 def _start_iperf_server(host: Host, port: int) -> None:
-    host.cmd(f"iperf3 -s -1 -D -p {port}")
+    host.cmd(f"iperf3 -s -1 -D -J -p {port}")
 
 
 def _wait_listening(host: Host, port: int, timeout: float = 5.0) -> None:
@@ -50,7 +54,8 @@ def _parse_iperf(src: str, dst: str, output: str) -> GoodputResult:
         raise RuntimeError(f"iperf3 {src}->{dst} gave no JSON report: {output[-300:]!r}") from None
     if "error" in report:
         raise RuntimeError(f"iperf3 {src}->{dst} failed: {report['error']}")
-    intervals = [i["sum"]["bits_per_second"] / 1e6 for i in report["intervals"]]
+    # the receiver's intervals: the sender's only say when bytes entered its (possibly large) socket buffer
+    intervals = [i["sum"]["bits_per_second"] / 1e6 for i in report["server_output_json"]["intervals"]]
     received = report["end"]["sum_received"]
     return GoodputResult(src, dst, received["bits_per_second"] / 1e6, intervals, int(received["bytes"]))
 
@@ -73,7 +78,7 @@ def goodput(net: HybridNetwork, pairs: list[tuple[tuple[int, int], tuple[int, in
     for i, ((sr, sh), (dr, dh)) in enumerate(pairs):
         dst_ip = net.plan.host(dr, dh).ip
         cmd = ["iperf3", "-c", dst_ip, "-p", str(IPERF_BASE_PORT + i), "-t", f"{seconds + omit_s:g}",
-               "-O", f"{omit_s:g}", "-J", *tos]
+               "-O", f"{omit_s:g}", "-J", "--get-server-output", *tos]
         clients.append(net.host(sr, sh).popen(cmd))
     results = []
     for ((sr, sh), (dr, dh)), proc in zip(pairs, clients):
@@ -114,6 +119,7 @@ class OcsPortTap:
         self.sockets: dict[socket.socket, int] = {}
         for rack in racks:
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+            s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
             s.bind((f"ocs-eth{net.plan.ocs_port(rack, ocs_port)}", 0))
             self.sockets[s] = rack
         self.times: dict[int, list[float]] = {rack: [] for rack in racks}
@@ -133,11 +139,19 @@ class OcsPortTap:
     def _capture(self) -> None:
         while not self._stop.is_set():
             ready, _, _ = select.select(list(self.sockets), [], [], 0.05)
-            now = time.time()
             for s in ready:
-                frame, addr = s.recvfrom(65535)
+                frame, ancillary, _, addr = s.recvmsg(65535, TIMESTAMP_CMSG_SPACE)
                 if addr[2] == PACKET_OUTGOING and _is_probe(frame):
-                    self.times[self.sockets[s]].append(now)
+                    self.times[self.sockets[s]].append(_kernel_timestamp(ancillary))
+
+
+def _kernel_timestamp(ancillary: list[tuple[int, int, bytes]]) -> float:
+    """The time the kernel saw the packet (SO_TIMESTAMPNS), so a slow capture thread does not skew gaps."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            seconds, nanoseconds = struct.unpack("qq", data[:16])
+            return seconds + nanoseconds / 1e9
+    raise RuntimeError("packet socket delivered a frame without its kernel timestamp")
 
 
 def _is_probe(frame: bytes) -> bool:

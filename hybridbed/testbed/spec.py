@@ -18,7 +18,7 @@ MAX_LINK_RATE_MBPS = 1000.0
 class FabricSpec(BaseModel):
     """Racks, hosts and link rates. Rates are in Mb/s on the emulated links (already scaled).
 
-    The defaults (hosts 20, OCS 40, EPS uplink 1/10 of a rack's host capacity) keep the JobPacker
+    The defaults (hosts 10, OCS 20, EPS uplink 1/10 of a rack's host capacity) keep the JobPacker
     paper's 10:1 OCS:EPS ratio and stay under what the userspace OVS datapath of a 2-core machine
     forwards (README, fidelity table).
     """
@@ -27,14 +27,14 @@ class FabricSpec(BaseModel):
 
     racks: int = Field(ge=2, le=250, description="number of racks (ToR switches)")
     hosts_per_rack: int = Field(ge=1, le=250)
-    host_rate_mbps: float = Field(default=20.0, gt=0, le=MAX_LINK_RATE_MBPS)
+    host_rate_mbps: float = Field(default=10.0, gt=0, le=MAX_LINK_RATE_MBPS)
     eps_rate_mbps: float | None = Field(
         default=None, gt=0, le=MAX_LINK_RATE_MBPS, description="ToR-to-EPS uplink rate; derived from oversubscription if unset"
     )
     oversubscription: float = Field(
         default=10.0, ge=1.0, le=1000.0, description="rack host capacity / EPS uplink rate, used when eps_rate_mbps is unset"
     )
-    ocs_rate_mbps: float = Field(default=40.0, gt=0, le=MAX_LINK_RATE_MBPS)
+    ocs_rate_mbps: float = Field(default=20.0, gt=0, le=MAX_LINK_RATE_MBPS)
     ocs_ports_per_tor: int = Field(default=1, ge=1, le=8)
     variant: Literal["hybrid", "f-eps"] = Field(
         default="hybrid", description="f-eps: no OCS, EPS uplinks at the OCS rate"

@@ -1,0 +1,78 @@
+"""Periodic OCS mode on a real fabric: the controller lights the circuits the demand asks for, every interval,
+from the scheduler's hints and from what the ToRs measure."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from hybridbed.controller.client import ControllerError
+from hybridbed.testbed import probes
+from hybridbed.testbed.network import HybridNetwork
+from hybridbed.testbed.spec import FabricSpec, OcsSpec
+
+INTERVAL_S = 0.5
+THRESHOLD_BYTES = 20_000  # below what one flow moves per interval even on the 1 Mb/s EPS uplink
+
+
+@pytest.fixture(scope="module")
+def periodic():
+    ocs = OcsSpec(mode="periodic", reconfig_interval_s=INTERVAL_S, reconfig_delay_ms=10,
+                  demand_source="both", elephant_threshold_bytes=THRESHOLD_BYTES)
+    with HybridNetwork(FabricSpec(racks=3, hosts_per_rack=1), ocs) as net:
+        yield net
+
+
+def _pairs(circuits: list[dict]) -> set[tuple[int, int]]:
+    return {(c["src_rack"], c["dst_rack"]) for c in circuits}
+
+
+def _wait_for_circuits(net: HybridNetwork, wanted: set[tuple[int, int]], timeout: float = 6.0) -> set[tuple[int, int]]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lit = _pairs(net.controller.circuits())
+        if lit == wanted:
+            return lit
+        time.sleep(0.1)
+    return _pairs(net.controller.circuits())
+
+
+def _demand(racks: int, entries: dict[tuple[int, int], float]) -> list[list[float]]:
+    return [[entries.get((a, b), 0.0) for b in range(racks)] for a in range(racks)]
+
+
+def test_pinning_is_refused_in_periodic_mode(periodic):
+    with pytest.raises(ControllerError) as err:
+        periodic.controller.set_circuits([{"src_rack": 0, "dst_rack": 1}])
+    assert err.value.status == 409
+
+
+def test_hinted_demand_lights_the_max_weight_matching(periodic):
+    # 0->1 and 0->2 compete for rack 0's single OCS port: the heavier one wins; 1->2 is compatible with it
+    hints = _demand(3, {(0, 1): 5e6, (0, 2): 1e6, (1, 2): 3e6, (2, 0): THRESHOLD_BYTES / 2})
+    periodic.controller.set_demand(hints)
+    assert _wait_for_circuits(periodic, {(0, 1), (1, 2)}) == {(0, 1), (1, 2)}
+    event = periodic.controller.events()[-1]
+    assert event["reason"] == "periodic"
+    assert _pairs(event["circuits_after"]) == {(0, 1), (1, 2)}
+
+    periodic.controller.set_demand(_demand(3, {}))
+    assert _wait_for_circuits(periodic, set()) == set()
+
+
+def test_measured_elephant_gets_a_circuit(periodic):
+    periodic.controller.set_demand(_demand(3, {}))
+    assert _wait_for_circuits(periodic, set()) == set()
+    seen: set[tuple[int, int]] = set()
+    results = []
+    flow = threading.Thread(target=lambda: results.extend(probes.goodput(periodic, [((2, 0), (0, 0))], 4, omit_s=0)))
+    flow.start()
+    deadline = time.monotonic() + 4
+    while time.monotonic() < deadline and (2, 0) not in seen:
+        seen |= _pairs(periodic.controller.circuits())
+        time.sleep(0.1)
+    flow.join()
+    assert (2, 0) in seen
+    assert results[0].bytes_received > 0
+    assert _wait_for_circuits(periodic, set()) == set(), "the circuit should go once the flow has ended"
