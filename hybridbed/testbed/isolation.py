@@ -103,10 +103,14 @@ class RunCgroup:
         self.join(os.getpid())
 
     def pids(self) -> list[int]:
-        try:
-            return [int(line) for line in (self.path / "cgroup.procs").read_text().split()]
-        except FileNotFoundError:
-            return []
+        """Every process in this cgroup and the cgroups below it (task cgroups live below a run's roots)."""
+        pids = []
+        for procs in sorted(self.path.rglob("cgroup.procs")) if self.path.exists() else []:
+            try:
+                pids += [int(line) for line in procs.read_text().split()]
+            except FileNotFoundError:
+                pass
+        return pids
 
     def kill_all(self, grace_s: float = 2.0) -> None:
         """SIGTERM every member, then SIGKILL whatever is left after the grace period."""
@@ -125,12 +129,15 @@ class RunCgroup:
                 raise RuntimeError(f"processes {self.pids()} in {self.path} survive SIGKILL")
 
     def remove(self) -> None:
-        """Remove the run's cgroup (and the shared parent if no other run uses it)."""
-        for path in (self.path, self.path.parent):
+        """Remove the cgroup with the cgroups below it (deepest first), and the shared parent if no other
+        run uses it."""
+        below = sorted((p for p in self.path.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True) \
+            if self.path.exists() else []
+        for path in [*below, self.path, self.path.parent]:
             try:
                 path.rmdir()
             except FileNotFoundError:
                 pass
             except OSError as err:
-                if err.errno not in (errno.EBUSY, errno.ENOTEMPTY) or path == self.path:
+                if err.errno not in (errno.EBUSY, errno.ENOTEMPTY) or path != self.path.parent:
                     raise

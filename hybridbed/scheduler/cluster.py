@@ -1,0 +1,76 @@
+"""What a policy sees: hosts with their free containers and resources, and the active jobs.
+
+The same state is kept by both backends (emulation and simulation); policies read it and never change it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hybridbed.scheduler.locality import Locality
+from hybridbed.scheduler.model import Job, Resources, Task
+from hybridbed.scheduler.pending import PendingTasks
+
+
+@dataclass
+class HostState:
+    name: str
+    rack: int
+    slots: int
+    capacity: Resources
+    running: dict[str, Task] = field(default_factory=dict)
+    alive: bool = True
+
+    @property
+    def free_slots(self) -> int:
+        return self.slots - len(self.running) if self.alive else 0
+
+    @property
+    def free(self) -> Resources:
+        used = Resources(0, 0, 0, 0)
+        for task in self.running.values():
+            used = used + task.demand
+        return self.capacity - used
+
+    def can_run(self, task: Task) -> bool:
+        return self.free_slots > 0 and task.demand.fits_in(self.free)
+
+
+@dataclass
+class ClusterState:
+    racks: int
+    hosts: dict[str, HostState]
+    slowstart: float
+    jobs: dict[str, Job] = field(default_factory=dict)  # arrived and not finished
+    pending: dict[str, PendingTasks] = field(default_factory=dict)  # per job in `jobs`
+    now: float = 0.0
+
+    def hosts_by_rack(self, alive_only: bool = True) -> dict[int, list[str]]:
+        racks: dict[int, list[str]] = {r: [] for r in range(self.racks)}
+        for host in self.hosts.values():
+            if host.alive or not alive_only:
+                racks[host.rack].append(host.name)
+        return racks
+
+    def rack_of(self, host: str) -> int:
+        return self.hosts[host].rack
+
+    def reduces_released(self, job: Job) -> bool:
+        """Slowstart: a job's reducers may start once this fraction of its maps is done."""
+        return job.map_fraction_done() >= self.slowstart - 1e-9
+
+    def released_reduce(self, job: Job) -> Task | None:
+        """A pending reduce of the job, if slowstart has released its reducers."""
+        return self.pending[job.job_id].any_reduce() if self.reduces_released(job) else None
+
+    def best_map(self, job: Job, host: HostState) -> tuple[Task | None, Locality]:
+        """The job's pending map with the best locality for this host."""
+        pending = self.pending[job.job_id]
+        for level, task in ((Locality.NODE, pending.node_local(host.name)),
+                            (Locality.RACK, pending.rack_local(host.rack)),
+                            (Locality.OFF_RACK, pending.any_map())):
+            if task is not None:
+                return task, level
+        return None, Locality.OFF_RACK
+
+    def running_on_rack(self, rack: int) -> list[Task]:
+        return [t for h in self.hosts.values() if h.rack == rack for t in h.running.values()]

@@ -1,0 +1,177 @@
+"""The scheduler core: job and task bookkeeping, slowstart, lost hosts, and the calls into the policy.
+
+It knows nothing of sockets, processes or time sources: a backend (the emulation's scheduler process,
+or the flow-level simulator) feeds it events with their times and carries out what it returns.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.model import Job, StageKind, Task, TaskState
+from hybridbed.scheduler.pending import PendingTasks
+from hybridbed.scheduler.placement import place_job_input
+from hybridbed.scheduler.policy import Policy
+
+
+class PolicyError(RuntimeError):
+    """The policy returned a task it may not start there (not pending, reducers not released, no room)."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    task: Task
+    host: str
+
+
+@dataclass(frozen=True)
+class ShuffleNotice:
+    """Tell a running reducer where one map's output is (a later notice for the same map supersedes it)."""
+    reduce: Task
+    map_task: Task
+
+
+class SchedulerCore:
+    def __init__(self, policy: Policy, cluster: ClusterState, rng: random.Random, replicas: int = 3):
+        self.policy = policy
+        self.cluster = cluster
+        self.rng = rng
+        self.replicas = replicas
+        self.tasks: dict[str, Task] = {}
+        self.finished: list[Job] = []
+        self._told: dict[str, dict[int, tuple[str, int]]] = {}  # reduce id -> map index -> (host, attempt)
+
+    @property
+    def rack_of(self) -> dict[str, int]:
+        return {name: h.rack for name, h in self.cluster.hosts.items()}
+
+    def _alive(self) -> set[str]:
+        return {name for name, h in self.cluster.hosts.items() if h.alive}
+
+    # arrivals and launches ------------------------------------------------------------------------
+    def submit(self, job: Job, now: float) -> None:
+        """A job arrives: place its input (where the policy wants the first replicas) and queue its tasks."""
+        self.cluster.now = now
+        racks = self.policy.input_racks(job, self.cluster)
+        place_job_input(job, self.cluster.hosts_by_rack(), self.rng, self.replicas, racks)
+        self.cluster.jobs[job.job_id] = job
+        pending = self.cluster.pending[job.job_id] = PendingTasks()
+        rack_of, alive = self.rack_of, self._alive()
+        for task in job.tasks:
+            self.tasks[task.task_id] = task
+            pending.add(task, rack_of, alive)
+
+    def schedule(self, now: float) -> list[Launch]:
+        """Ask the policy to fill every free container; returns what to start where."""
+        self.cluster.now = now
+        launches = []
+        hosts = [h for h in self.cluster.hosts.values() if h.free_slots > 0]
+        self.rng.shuffle(hosts)
+        for host in hosts:
+            while host.free_slots > 0 and self.cluster.jobs:
+                task = self.policy.next_task(host, self.cluster)
+                if task is None:
+                    break
+                self._check_launch(task, host)
+                self._start(task, host, now)
+                launches.append(Launch(task, host.name))
+        return launches
+
+    def _check_launch(self, task: Task, host: HostState) -> None:
+        if task.state is not TaskState.PENDING or task.job_id not in self.cluster.jobs:
+            raise PolicyError(f"policy {self.policy.name} chose {task.task_id}, which is {task.state.value}")
+        job = self.cluster.jobs[task.job_id]
+        if task.kind is StageKind.REDUCE and not self.cluster.reduces_released(job):
+            raise PolicyError(f"policy {self.policy.name} chose {task.task_id} before slowstart released it")
+        if not host.can_run(task):
+            raise PolicyError(f"policy {self.policy.name} chose {task.task_id} for {host.name}, which has no room")
+
+    def _start(self, task: Task, host: HostState, now: float) -> None:
+        job = self.cluster.jobs[task.job_id]
+        self.cluster.pending[job.job_id].remove(task)
+        task.state, task.host, task.started_s = TaskState.RUNNING, host.name, now
+        host.running[task.task_id] = task
+        job.n_running += 1
+        if job.started_s is None:
+            job.started_s = now
+
+    # completions and losses -----------------------------------------------------------------------
+    def task_finished(self, task_id: str, attempt: int, now: float) -> Job | None:
+        """A task reported success; returns its job if that finished the job. Stale attempts are ignored."""
+        task = self.tasks[task_id]
+        if task.state is not TaskState.RUNNING or task.attempt != attempt:
+            return None
+        job = self.cluster.jobs[task.job_id]
+        self.cluster.hosts[task.host].running.pop(task_id, None)
+        job.n_running -= 1
+        task.state, task.finished_s = TaskState.DONE, now
+        if task.kind is StageKind.MAP:
+            job.maps_done += 1
+        if job.done:
+            job.finished_s = now
+            del self.cluster.jobs[job.job_id]
+            del self.cluster.pending[job.job_id]
+            for reduce in job.reduces:
+                self._told.pop(reduce.task_id, None)
+            self.finished.append(job)
+            return job
+        return None
+
+    def host_lost(self, name: str, now: float) -> list[Task]:
+        """A host stopped answering: requeue its running tasks and the finished maps whose output it held
+        (while their job still has reducers to feed). Returns the requeued tasks."""
+        self.cluster.now = now
+        host = self.cluster.hosts[name]
+        host.alive = False
+        requeued = list(host.running.values())
+        host.running.clear()
+        for job in self.cluster.jobs.values():
+            if any(r.state is not TaskState.DONE for r in job.reduces):
+                requeued += [m for m in job.maps if m.state is TaskState.DONE and m.host == name]
+        rack_of, alive = self.rack_of, self._alive()
+        for pending in self.cluster.pending.values():
+            pending.forget_host(name, rack_of, alive)
+        for task in requeued:
+            job = self.cluster.jobs[task.job_id]
+            if task.state is TaskState.RUNNING:
+                job.n_running -= 1
+            elif task.kind is StageKind.MAP:
+                job.maps_done -= 1
+            self._requeue(task)
+        return requeued
+
+    def task_failed(self, task_id: str, attempt: int, now: float) -> bool:
+        """A task attempt failed on a live host: run it again. False for a stale attempt."""
+        task = self.tasks[task_id]
+        if task.state is not TaskState.RUNNING or task.attempt != attempt:
+            return False
+        self.cluster.now = now
+        self.cluster.hosts[task.host].running.pop(task_id, None)
+        self.cluster.jobs[task.job_id].n_running -= 1
+        self._requeue(task)
+        return True
+
+    def _requeue(self, task: Task) -> None:
+        task.state, task.host, task.started_s, task.finished_s = TaskState.PENDING, None, None, None
+        task.attempt += 1
+        if task.kind is StageKind.REDUCE:
+            self._told.pop(task.task_id, None)
+        self.cluster.pending[task.job_id].add(task, self.rack_of, self._alive())
+
+    # shuffle --------------------------------------------------------------------------------------
+    def shuffle_notices(self) -> list[ShuffleNotice]:
+        """Map outputs that running reducers have not been told about, for jobs whose shuffle is released."""
+        notices = []
+        for job in self.cluster.jobs.values():
+            running = [r for r in job.reduces if r.state is TaskState.RUNNING]
+            if not running or not self.policy.release_shuffle(job, self.cluster):
+                continue
+            done_maps = [m for m in job.maps if m.state is TaskState.DONE]
+            for reduce in running:
+                told = self._told.setdefault(reduce.task_id, {})
+                for m in done_maps:
+                    if told.get(m.index) != (m.host, m.attempt):
+                        told[m.index] = (m.host, m.attempt)
+                        notices.append(ShuffleNotice(reduce, m))
+        return notices

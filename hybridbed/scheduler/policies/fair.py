@@ -1,0 +1,51 @@
+"""The YARN Fair Scheduler: equal container shares across jobs, with delay scheduling for map locality.
+
+On every free container the job furthest below its share (fewest running containers; ties by arrival)
+is offered it. Its map tasks wait for locality (Zaharia et al., EuroSys'10, as YARN's time-based
+`locality-delay-node-ms` / `locality-delay-rack-ms`): a job that cannot launch a node-local map is
+skipped until it has waited `node_delay_s`, then it may launch rack-local maps, and after a further
+`rack_delay_s` any map. A local launch resets the wait. Reduces run anywhere once slowstart has
+released them, and only when the job has no map to start there: reducers that took containers ahead
+of pending maps would sit idle waiting for those maps (the MapReduce AM limits their ramp-up for the
+same reason).
+"""
+from __future__ import annotations
+
+from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.locality import Locality
+from hybridbed.scheduler.model import Job, Task
+from hybridbed.scheduler.policy import Policy
+
+
+class FairPolicy(Policy):
+    name = "fair"
+    summary = "YARN Fair: equal container share per job, delay scheduling for map locality, reduces anywhere"
+
+    def __init__(self, node_delay_s: float = 1.0, rack_delay_s: float = 1.0):
+        if node_delay_s < 0 or rack_delay_s < 0:
+            raise ValueError("node_delay_s and rack_delay_s must not be negative")
+        self.node_delay_s = node_delay_s
+        self.rack_delay_s = rack_delay_s
+        self._waiting_since: dict[str, float] = {}
+
+    def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
+        for job in sorted(cluster.jobs.values(), key=lambda j: (j.n_running, j.spec.arrival_s, j.job_id)):
+            task = self._map_after_delay(job, host, cluster) or cluster.released_reduce(job)
+            if task is not None:
+                return task
+        return None
+
+    def _map_after_delay(self, job: Job, host: HostState, cluster: ClusterState) -> Task | None:
+        task, level = cluster.best_map(job, host)
+        if task is None:
+            return None
+        if level is Locality.NODE:
+            self._waiting_since.pop(job.job_id, None)
+            return task
+        waited = cluster.now - self._waiting_since.setdefault(job.job_id, cluster.now)
+        allowed = Locality.NODE
+        if waited >= self.node_delay_s:
+            allowed = Locality.RACK
+        if waited >= self.node_delay_s + self.rack_delay_s:
+            allowed = Locality.OFF_RACK
+        return task if level <= allowed else None

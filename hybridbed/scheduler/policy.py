@@ -1,0 +1,64 @@
+"""The policy interface, shared by the emulation and simulation backends, and the policy registry.
+
+A policy answers the scheduler's questions; it never talks to workers, the network or the clock itself:
+
+- `plan(jobs, cluster)`: offline planning over the jobs known in advance (their predicted characteristics).
+- `input_racks(job, cluster)`: where the first replica of a job's input blocks goes (None: HDFS's default).
+- `next_task(host, cluster)`: the next task to start on a host that has a free container, or None.
+  Called whenever resources free up or work arrives, again after each launch while the host has room
+  (so several tasks can start per heartbeat); the task must be pending, and a reduce released.
+- `release_shuffle(job, cluster)`: whether a job's reducers may fetch map outputs yet (shuffle aggregation).
+- `ocs_demand(cluster)`: a rack-by-rack byte matrix to hint to the OCS controller, or None.
+
+Later decisions (preempting a running task, changing its CPU share or network cap) come as further
+methods with do-nothing defaults, so existing policies keep working. Policies register under the entry
+point group `hybridbed.policies`; a third-party package adds one without touching hybridbed.
+"""
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from typing import ClassVar
+
+from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.model import Job, JobSpec, Task
+
+ENTRY_POINT_GROUP = "hybridbed.policies"
+
+
+class Policy:
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    default_slowstart: ClassVar[float] = 0.05  # YARN's mapreduce.job.reduce.slowstart.completedmaps
+
+    def plan(self, jobs: list[JobSpec], cluster: ClusterState) -> None:
+        """Offline planning; the default has nothing to plan."""
+
+    def input_racks(self, job: Job, cluster: ClusterState) -> list[int] | None:
+        return None
+
+    def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
+        raise NotImplementedError
+
+    def release_shuffle(self, job: Job, cluster: ClusterState) -> bool:
+        return True
+
+    def ocs_demand(self, cluster: ClusterState) -> list[list[float]] | None:
+        return None
+
+
+class UnknownPolicy(KeyError):
+    pass
+
+
+def registered_policies() -> dict[str, type[Policy]]:
+    return {ep.name: ep.load() for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def make_policy(name: str, params: dict | None = None) -> Policy:
+    policies = registered_policies()
+    if name not in policies:
+        raise UnknownPolicy(f"unknown policy {name!r}; registered: {', '.join(sorted(policies)) or 'none'}")
+    try:
+        return policies[name](**(params or {}))
+    except TypeError as err:
+        raise ValueError(f"policy {name}: {err}") from None

@@ -1,0 +1,303 @@
+"""The central scheduler process of an emulated run.
+
+It listens on the run's control socket, waits for every worker to register, releases jobs at their
+arrival times, places their input blocks (HDFS-like, or where the policy says), asks the policy what to
+start whenever containers free up, forwards map-output locations to running reducers once the policy
+releases a job's shuffle, notices lost workers (heartbeat timeout or a closed connection) and writes
+results as it goes. Times in the results are seconds since the workload started.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import queue
+import random
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+from hybridbed.controller.client import ControllerError, FabricClient
+from hybridbed.scheduler.channel import Channel
+from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.core import Launch, SchedulerCore, ShuffleNotice
+from hybridbed.scheduler.locality import locality_of
+from hybridbed.scheduler.model import Job, Resources, StageKind, Task, build_job
+from hybridbed.scheduler.policy import make_policy
+from hybridbed.scheduler.results import FLOW_FIELDS, JOB_FIELDS, TASK_FIELDS, CsvLog, summarize
+from hybridbed.testbed.scenario import Scenario
+from hybridbed.workers.task import write_bytes
+
+log = logging.getLogger("hybridbed.scheduler")
+REGISTER_TIMEOUT_S = 60.0
+HINT_INTERVAL_S = 1.0
+
+
+class SchedulerServer:
+    def __init__(self, out_dir: Path):
+        self.out_dir = out_dir
+        self.scenario = Scenario.model_validate_json((out_dir / "scenario.json").read_text())
+        layout = json.loads((out_dir / "cluster.json").read_text())
+        self.socket_path = layout["socket"]
+        self.controller_port = layout.get("controller_port")
+        self.hosts = {h["name"]: h for h in layout["hosts"]}
+        s = self.scenario
+        self.policy = make_policy(s.scheduler.policy, s.scheduler.policy_params)
+        slowstart = s.scheduler.slowstart if s.scheduler.slowstart is not None else self.policy.default_slowstart
+        capacity = Resources(s.workers.cores_per_host, s.workers.memory_mb_per_host)
+        self.cluster = ClusterState(s.fabric.racks, {
+            name: HostState(name, h["rack"], s.workers.slots_per_host, capacity) for name, h in self.hosts.items()
+        }, slowstart)
+        self.core = SchedulerCore(self.policy, self.cluster, random.Random(s.seed), s.scheduler.replicas)
+        self.specs = s.build_workload()
+        self.events: "queue.Queue[tuple[str, dict | None]]" = queue.Queue()
+        self.channels: dict[str, Channel] = {}
+        self.last_seen: dict[str, float] = {}
+        self.t0 = 0.0
+        self.jobs_log = CsvLog(out_dir / "jobs.csv", JOB_FIELDS)
+        self.tasks_log = CsvLog(out_dir / "tasks.csv", TASK_FIELDS)
+        self.flows_log = CsvLog(out_dir / "flows.csv", FLOW_FIELDS)
+        self.task_stats: dict[tuple[str, int], dict] = {}
+
+    # connections ----------------------------------------------------------------------------------
+    def _listen(self) -> None:
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        if os.path.exists(self.socket_path):
+            os.unlink(self.socket_path)
+        server.bind(self.socket_path)
+        server.listen(len(self.hosts) + 4)
+        self._server = server
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            conn, _ = self._server.accept()
+            threading.Thread(target=self._read, args=(Channel(conn),), daemon=True).start()
+
+    def _read(self, channel: Channel) -> None:
+        host = None
+        try:
+            while (message := channel.receive()) is not None:
+                if message["op"] == "register":
+                    host = message["host"]
+                    self.events.put(("register", {**message, "channel": channel}))
+                else:
+                    self.events.put((message["op"], message))
+        except (OSError, ValueError):
+            pass
+        if host is not None:
+            self.events.put(("disconnect", {"host": host}))
+
+    def _now(self) -> float:
+        return time.time() - self.t0
+
+    # main loop ------------------------------------------------------------------------------------
+    def run(self) -> int:
+        self._listen()
+        self._await_workers()
+        self.policy.plan(self.specs, self.cluster)
+        self.t0 = time.time()
+        arrivals = sorted(self.specs, key=lambda s: (s.arrival_s, s.job_id))
+        total = len(arrivals)
+        next_hint = 0.0
+        status = "failed"
+        try:
+            while len(self.core.finished) < total:
+                now = self._now()
+                if now > self.scenario.max_duration_s:
+                    raise TimeoutError(f"workload not done after max_duration_s={self.scenario.max_duration_s:g}")
+                while arrivals and arrivals[0].arrival_s <= now:
+                    self._submit(arrivals.pop(0), now)
+                self._drain_events()
+                self._check_heartbeats()
+                self._dispatch(self.core.schedule(self._now()), self.core.shuffle_notices())
+                if self._now() >= next_hint:
+                    self._hint_ocs()
+                    next_hint = self._now() + HINT_INTERVAL_S
+                self._write_progress(total)
+            status = "done"
+            return 0
+        finally:
+            self._write_progress(total, final=True)
+            for channel in self.channels.values():
+                try:
+                    channel.send({"op": "shutdown"})
+                except OSError:
+                    pass
+            for log_file in (self.jobs_log, self.tasks_log, self.flows_log):
+                log_file.close()
+            summarize(self.out_dir, total, status, started_at=self.t0)
+
+    def _await_workers(self) -> None:
+        deadline = time.time() + REGISTER_TIMEOUT_S
+        while len(self.channels) < len(self.hosts):
+            try:
+                kind, message = self.events.get(timeout=max(0.01, deadline - time.time()))
+            except queue.Empty:
+                missing = sorted(set(self.hosts) - set(self.channels))
+                raise RuntimeError(f"workers {', '.join(missing)} did not register within {REGISTER_TIMEOUT_S:g} s")
+            if kind == "register":
+                self.channels[message["host"]] = message["channel"]
+                self.last_seen[message["host"]] = time.time()
+
+    def _drain_events(self) -> None:
+        try:
+            kind, message = self.events.get(timeout=0.05)
+        except queue.Empty:
+            return
+        while True:
+            self._handle(kind, message)
+            try:
+                kind, message = self.events.get_nowait()
+            except queue.Empty:
+                return
+
+    def _handle(self, kind: str, message: dict) -> None:
+        now = self._now()
+        host = message.get("host")
+        if host in self.last_seen:
+            self.last_seen[host] = time.time()
+        if kind == "finished":
+            task = self.core.tasks[message["task_id"]]
+            if task.attempt == message["attempt"] and task.host == host:
+                self._log_task(task, message, now)
+            job = self.core.task_finished(message["task_id"], message["attempt"], now)
+            if job is not None:
+                self._log_job(job)
+        elif kind == "failed":
+            if self.core.task_failed(message["task_id"], message["attempt"], now):
+                log.warning("task %s attempt %s failed on %s (exit %s): %s", message["task_id"], message["attempt"],
+                            host, message["exit_code"], message["error"].strip()[-500:])
+        elif kind == "fetch":
+            self._log_flow(message)
+        elif kind == "disconnect":
+            self._lose(host, "closed its control connection")
+        elif kind == "register":
+            log.warning("late registration from %s ignored", host)
+
+    def _check_heartbeats(self) -> None:
+        timeout = self.scenario.scheduler.heartbeat_timeout_s
+        for host, seen in list(self.last_seen.items()):
+            if time.time() - seen > timeout:
+                self._lose(host, f"sent no heartbeat for {timeout:g} s")
+
+    def _lose(self, host: str, why: str) -> None:
+        if host not in self.last_seen:
+            return
+        del self.last_seen[host]
+        self.channels.pop(host, None)
+        requeued = self.core.host_lost(host, self._now())
+        log.warning("worker %s lost (%s): %d task(s) requeued", host, why, len(requeued))
+
+    # decisions ------------------------------------------------------------------------------------
+    def _submit(self, spec, now: float) -> None:
+        job = build_job(spec, self.scenario.container(), self.scenario.container())
+        self.core.submit(job, now)
+        for task in job.maps:  # the input is uploaded before the job runs, as into HDFS
+            block = task.input_block
+            for host in block.replicas:
+                write_bytes(Path(self.hosts[host]["data_dir"]) / "blocks" / block.block_id, block.size_bytes)
+
+    def _dispatch(self, launches: list[Launch], notices: list[ShuffleNotice]) -> None:
+        for launch in launches:
+            self._send(launch.host, {"op": "launch", "task": self._task_message(launch.task)})
+        for notice in notices:
+            m, r = notice.map_task, notice.reduce
+            self._send(r.host, {"op": "notice", "key": f"{r.task_id}.a{r.attempt}", "notice": {
+                "map_index": m.index, "host": m.host, "ip": self.hosts[m.host]["ip"],
+                "path": f"{_output_dir(m)}/part-{r.index}", "bytes": m.partition_bytes[r.index]}})
+
+    def _send(self, host: str, message: dict) -> None:
+        channel = self.channels.get(host)
+        if channel is None:
+            return  # lost meanwhile; the core requeues its tasks
+        try:
+            channel.send(message)
+        except OSError:
+            self._lose(host, "control connection broke")
+
+    def _task_message(self, task: Task) -> dict:
+        s = self.scenario
+        cap = s.workers.task_rate_cap_mbps
+        message = {
+            "task_id": task.task_id, "attempt": task.attempt, "kind": task.kind.value,
+            "cores": task.demand.cores, "memory_mb": task.demand.memory_mb, "compute_s": task.compute_s,
+            "partition_bytes": task.partition_bytes, "output_bytes": task.output_bytes,
+            "output_dir": _output_dir(task), "rate_bps": cap * 1e6 if cap else None,
+        }
+        if task.kind is StageKind.MAP:
+            block = task.input_block
+            rack = self.cluster.rack_of(task.host)
+            sources = sorted((h for h in block.replicas if self.cluster.hosts[h].alive),
+                             key=lambda h: (self.cluster.rack_of(h) != rack, h))
+            message["input"] = {"path": f"blocks/{block.block_id}",
+                                "sources": [{"host": h, "ip": self.hosts[h]["ip"]} for h in sources]}
+        else:
+            message["n_maps"] = len(self.cluster.jobs[task.job_id].maps)
+        return message
+
+    def _hint_ocs(self) -> None:
+        matrix = self.policy.ocs_demand(self.cluster)
+        if matrix is None or self.controller_port is None:
+            return
+        try:
+            FabricClient(self.controller_port).set_demand(matrix)
+        except (ControllerError, OSError) as err:
+            log.warning("OCS demand hint not delivered: %s", err)
+
+    # results --------------------------------------------------------------------------------------
+    def _log_task(self, task: Task, message: dict, now: float) -> None:
+        rack_of = {n: h.rack for n, h in self.cluster.hosts.items()}
+        replicas = task.input_block.replicas if task.input_block else ()
+        self.tasks_log.write({
+            "task_id": task.task_id, "job_id": task.job_id, "kind": task.kind.value, "attempt": task.attempt,
+            "host": task.host, "rack": rack_of[task.host], "locality": locality_of(replicas, task.host, rack_of).name.lower(),
+            "start_s": round(task.started_s, 3), "finish_s": round(now, 3), **{k: message.get(k, 0) for k in (
+                "read_local_bytes", "read_remote_bytes", "fetched_bytes", "written_bytes")}})
+
+    def _log_job(self, job: Job) -> None:
+        spec = job.spec
+        self.jobs_log.write({
+            "job_id": job.job_id, "arrival_s": spec.arrival_s, "start_s": round(job.started_s, 3),
+            "finish_s": round(job.finished_s, 3), "jct_s": round(job.finished_s - spec.arrival_s, 3),
+            "recurring": spec.recurring, "n_maps": spec.n_maps, "n_reduces": spec.n_reduces,
+            "input_bytes": spec.input_bytes, "shuffle_bytes": spec.shuffle_bytes, "output_bytes": spec.output_bytes})
+
+    def _log_flow(self, message: dict) -> None:
+        src, dst = message["src_host"], message["host"]
+        self.flows_log.write({
+            "task_id": message["task_id"], "attempt": message["attempt"], "kind": message["kind"],
+            "src_host": src, "dst_host": dst, "src_rack": self.hosts[src]["rack"], "dst_rack": self.hosts[dst]["rack"],
+            "bytes": message["bytes"], "start_s": round(message["start"] - self.t0, 4),
+            "end_s": round(message["end"] - self.t0, 4)})
+
+    def _write_progress(self, total: int, final: bool = False) -> None:
+        progress = {"jobs_done": len(self.core.finished), "jobs_total": total, "elapsed_s": round(self._now(), 1),
+                    "running_tasks": sum(len(h.running) for h in self.cluster.hosts.values()),
+                    "lost_hosts": sorted(n for n, h in self.cluster.hosts.items() if not h.alive), "final": final}
+        tmp = self.out_dir / "progress.json.tmp"
+        tmp.write_text(json.dumps(progress))
+        tmp.replace(self.out_dir / "progress.json")
+
+
+def _output_dir(task: Task) -> str:
+    return f"out/{task.job_id}/{task.task_id}.a{task.attempt}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="hybridbed central scheduler (started by `hybridbed run`)")
+    parser.add_argument("out_dir", type=Path)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    try:
+        return SchedulerServer(args.out_dir).run()
+    except Exception:
+        log.exception("scheduler failed")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""The worker agent: one per emulated host, inside that host's network namespace.
+
+It registers with the scheduler over the control channel, heartbeats with the usage of its tasks
+(psutil), serves its data (input replicas, map outputs) over TCP on the data network, and runs every
+task attempt as a process of its own in a cgroup with the task's CPU quota and memory limit.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from hybridbed.scheduler.channel import Channel
+from hybridbed.workers.cgroups import TaskCgroup
+from hybridbed.workers.data_transfer import DataServer
+
+
+class RunningTask:
+    def __init__(self, key: str, proc: subprocess.Popen, cgroup: TaskCgroup):
+        self.key = key
+        self.proc = proc
+        self.cgroup = cgroup
+        self.stdin_lock = threading.Lock()
+
+
+class WorkerAgent:
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.data_dir = Path(args.data_dir)
+        self.channel = Channel.connect_unix(args.scheduler_socket)
+        self.tasks: dict[str, RunningTask] = {}
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+
+    def run(self) -> int:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        DataServer(self.args.ip, self.data_dir).start()
+        self.channel.send({"op": "register", "host": self.args.host, "rack": self.args.rack, "ip": self.args.ip,
+                           "slots": self.args.slots, "cores": self.args.cores, "memory_mb": self.args.memory_mb,
+                           "pid": psutil.Process().pid})
+        threading.Thread(target=self._heartbeat, daemon=True).start()
+        try:
+            while (message := self.channel.receive()) is not None:
+                op = message["op"]
+                if op == "launch":
+                    self._launch(message["task"])
+                elif op == "notice":
+                    self._notify(message["key"], message["notice"])
+                elif op == "shutdown":
+                    break
+        finally:
+            self.stopping.set()
+            with self.lock:
+                running = list(self.tasks.values())
+            for task in running:
+                task.proc.kill()
+                task.cgroup.remove()
+        return 0
+
+    def _heartbeat(self) -> None:
+        while not self.stopping.wait(self.args.heartbeat_s):
+            with self.lock:
+                procs = [t.proc.pid for t in self.tasks.values()]
+            cpu = rss = 0.0
+            for pid in procs:
+                try:
+                    p = psutil.Process(pid)
+                    cpu += p.cpu_percent(interval=None)
+                    rss += p.memory_info().rss
+                except psutil.Error:
+                    pass
+            try:
+                self.channel.send({"op": "heartbeat", "host": self.args.host, "running": len(procs),
+                                   "cpu_percent": cpu, "rss_mb": rss / 1e6, "time": time.time()})
+            except OSError:
+                return
+
+    def _launch(self, task: dict) -> None:
+        key = f"{task['task_id']}.a{task['attempt']}"
+        cgroup = TaskCgroup([Path(p) for p in self.args.cgroup_roots], self.args.cgroup_version, key)
+        cgroup.create(task["cores"], task["memory_mb"])
+        task = {**task, "data_dir": str(self.data_dir), "compute_mode": self.args.compute_mode}
+        proc = subprocess.Popen([sys.executable, "-m", "hybridbed.workers.task"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=cgroup.join_self)
+        proc.stdin.write(json.dumps(task) + "\n")
+        proc.stdin.flush()
+        running = RunningTask(key, proc, cgroup)
+        with self.lock:
+            self.tasks[key] = running
+        self.channel.send({"op": "started", "task_id": task["task_id"], "attempt": task["attempt"],
+                           "pid": proc.pid, "cgroups": [str(p) for p in cgroup.paths], "time": time.time()})
+        threading.Thread(target=self._follow, args=(task, running), daemon=True).start()
+
+    def _notify(self, key: str, notice: dict) -> None:
+        with self.lock:
+            running = self.tasks.get(key)
+        if running is None:
+            return
+        with running.stdin_lock:
+            try:
+                running.proc.stdin.write(json.dumps(notice) + "\n")
+                running.proc.stdin.flush()
+            except (BrokenPipeError, ValueError):
+                pass
+
+    def _follow(self, task: dict, running: RunningTask) -> None:
+        """Forward the task's records to the scheduler; report how it ended; remove its cgroup."""
+        ident = {"task_id": task["task_id"], "attempt": task["attempt"], "host": self.args.host}
+        done = None
+        for line in running.proc.stdout:
+            record = json.loads(line)
+            if record["event"] == "fetch":
+                self.channel.send({"op": "fetch", **ident, **record})
+            elif record["event"] == "done":
+                done = record
+        code = running.proc.wait()
+        error = running.proc.stderr.read()[-2000:]
+        with self.lock:
+            self.tasks.pop(running.key, None)
+        running.cgroup.remove()
+        if self.stopping.is_set():
+            return
+        if code == 0 and done is not None:
+            self.channel.send({"op": "finished", **ident, **done, "time": time.time()})
+        else:
+            self.channel.send({"op": "failed", **ident, "exit_code": code, "error": error, "time": time.time()})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="hybridbed worker agent (runs inside one emulated host)")
+    parser.add_argument("--scheduler-socket", required=True)
+    parser.add_argument("--host", required=True)
+    parser.add_argument("--rack", type=int, required=True)
+    parser.add_argument("--ip", required=True)
+    parser.add_argument("--slots", type=int, required=True)
+    parser.add_argument("--cores", type=float, required=True)
+    parser.add_argument("--memory-mb", type=float, required=True)
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--cgroup-roots", nargs="+", required=True)
+    parser.add_argument("--cgroup-version", type=int, choices=[1, 2], required=True)
+    parser.add_argument("--compute-mode", choices=["sleep", "cpu"], default="sleep")
+    parser.add_argument("--heartbeat-s", type=float, default=0.5)
+    return WorkerAgent(parser.parse_args(argv)).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""Moving task data between hosts over real TCP on the emulated network: a file server in every worker
+(map outputs, input block replicas) and the client that tasks fetch with.
+
+A request is one JSON line `{"path": ..., "rate_bps": ...}`; the answer is the file's size (8 bytes,
+big-endian) and its bytes, sent with sendfile(2). A per-task rate cap is enforced by the kernel's TCP
+pacing on the sending socket (SO_MAX_PACING_RATE), so the cap shapes the flow itself.
+"""
+from __future__ import annotations
+
+import json
+import socket
+import socketserver
+import struct
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+DATA_PORT = 7070
+SO_MAX_PACING_RATE = 47  # <asm-generic/socket.h>
+CHUNK = 1 << 16
+
+
+class DataServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, ip: str, data_dir: Path):
+        self.data_dir = data_dir.resolve()
+        super().__init__((ip, DATA_PORT), _DataRequest)
+
+    def start(self) -> None:
+        threading.Thread(target=self.serve_forever, daemon=True, name="data-server").start()
+
+
+class _DataRequest(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        request = json.loads(self.rfile.readline())
+        path = (self.server.data_dir / request["path"]).resolve()
+        if self.server.data_dir not in path.parents or not path.is_file():
+            self.wfile.write(struct.pack(">q", -1))
+            return
+        if request.get("rate_bps"):
+            self.connection.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, int(request["rate_bps"] / 8))
+        with path.open("rb") as data:
+            size = path.stat().st_size
+            self.wfile.write(struct.pack(">q", size))
+            self.wfile.flush()
+            self.connection.sendfile(data)
+
+
+class FetchError(RuntimeError):
+    pass
+
+
+@dataclass
+class Fetch:
+    src_ip: str
+    path: str
+    bytes: int
+    start: float
+    end: float
+
+
+def fetch(ip: str, path: str, rate_bps: float | None = None, timeout_s: float = 60.0) -> Fetch:
+    """Read one file from a worker's data server; the bytes are counted, not kept."""
+    start = time.time()
+    try:
+        with socket.create_connection((ip, DATA_PORT), timeout=timeout_s) as sock:
+            sock.sendall((json.dumps({"path": path, "rate_bps": rate_bps}) + "\n").encode())
+            header = _read_exact(sock, 8)
+            (size,) = struct.unpack(">q", header)
+            if size < 0:
+                raise FetchError(f"{ip} has no {path}")
+            received = 0
+            while received < size:
+                chunk = sock.recv(min(CHUNK, size - received))
+                if not chunk:
+                    raise FetchError(f"{ip} closed after {received} of {size} bytes of {path}")
+                received += len(chunk)
+    except OSError as err:
+        raise FetchError(f"fetching {path} from {ip}: {err}") from err
+    return Fetch(ip, path, received, start, time.time())
+
+
+def _read_exact(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise FetchError("connection closed before the header")
+        data += chunk
+    return data

@@ -1,0 +1,139 @@
+"""One task attempt, run by a worker as its own process inside the task's cgroup.
+
+stdin: the task as one JSON line, then (reduces) one JSON line per map output to fetch; a later line
+for the same map index replaces an earlier one (the map ran again elsewhere).
+stdout: JSON lines: a `fetch` record per transfer, then `done` with the totals.
+
+Compute is emulated either by waiting (`sleep`, the default: it leaves the CPU to Open vSwitch on a
+small machine) or by burning CPU time inside the cgroup's quota (`cpu`).
+"""
+from __future__ import annotations
+
+import json
+import queue
+import sys
+import threading
+import time
+from pathlib import Path
+
+from hybridbed.workers.data_transfer import FetchError, fetch
+
+PARALLEL_FETCHES = 5  # Hadoop's mapreduce.reduce.shuffle.parallelcopies
+FILL = bytes(range(256)) * 4096  # 1 MiB written over and over
+
+
+def emit(record: dict) -> None:
+    sys.stdout.write(json.dumps(record) + "\n")
+    sys.stdout.flush()
+
+
+def compute(seconds: float, mode: str) -> None:
+    if mode == "sleep":
+        time.sleep(seconds)
+        return
+    used = time.process_time()
+    while time.process_time() - used < seconds:
+        sum(range(10_000))
+
+
+def write_bytes(path: Path, size: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as out:
+        while size > 0:
+            out.write(FILL[:min(size, len(FILL))])
+            size -= min(size, len(FILL))
+
+
+def run_map(task: dict, data_dir: Path) -> dict:
+    block = task["input"]
+    local = data_dir / block["path"]
+    if local.exists():
+        read_local, read_remote = local.stat().st_size, 0
+        with local.open("rb") as data:
+            while data.read(1 << 20):
+                pass
+    else:
+        result = _fetch_from_any(block["sources"], block["path"], task.get("rate_bps"))
+        emit({"event": "fetch", "kind": "input", **result})
+        read_local, read_remote = 0, result["bytes"]
+    compute(task["compute_s"], task["compute_mode"])
+    out_dir = data_dir / task["output_dir"]
+    for r, size in enumerate(task["partition_bytes"]):
+        write_bytes(out_dir / f"part-{r}", size)
+    if task["output_bytes"]:
+        write_bytes(out_dir / "output", task["output_bytes"])
+    return {"read_local_bytes": read_local, "read_remote_bytes": read_remote,
+            "written_bytes": sum(task["partition_bytes"]) + task["output_bytes"]}
+
+
+def _fetch_from_any(sources: list[dict], path: str, rate_bps: float | None) -> dict:
+    errors = []
+    for source in sources:
+        try:
+            got = fetch(source["ip"], path, rate_bps)
+            return {"src_host": source["host"], "bytes": got.bytes, "start": got.start, "end": got.end}
+        except FetchError as err:
+            errors.append(str(err))
+    raise FetchError("; ".join(errors))
+
+
+def run_reduce(task: dict, data_dir: Path, notices: "queue.Queue[dict]") -> dict:
+    """Fetch the partition of every map (up to PARALLEL_FETCHES at once) as their locations arrive."""
+    n_maps = task["n_maps"]
+    latest: dict[int, dict] = {}
+    fetched: dict[int, int] = {}
+    results: "queue.Queue[tuple[dict, dict | None]]" = queue.Queue()
+    in_flight: set[int] = set()
+
+    def worker(notice: dict) -> None:
+        try:
+            got = fetch(notice["ip"], notice["path"], task.get("rate_bps"))
+            results.put((notice, {"src_host": notice["host"], "bytes": got.bytes, "start": got.start, "end": got.end}))
+        except FetchError:
+            results.put((notice, None))
+
+    while len(fetched) < n_maps:
+        while True:  # take every notice that has arrived
+            try:
+                notice = notices.get(timeout=0.05 if in_flight or latest else 1.0)
+            except queue.Empty:
+                break
+            latest[notice["map_index"]] = notice
+        for index, notice in latest.items():
+            if index not in fetched and index not in in_flight and len(in_flight) < PARALLEL_FETCHES:
+                in_flight.add(index)
+                threading.Thread(target=worker, args=(notice,), daemon=True).start()
+        while not results.empty():
+            notice, result = results.get()
+            in_flight.discard(notice["map_index"])
+            if result is None:
+                if latest.get(notice["map_index"]) is notice:
+                    del latest[notice["map_index"]]  # wait for the map to be re-run and announced again
+                continue
+            fetched[notice["map_index"]] = result["bytes"]
+            emit({"event": "fetch", "kind": "shuffle", "map_index": notice["map_index"], **result})
+    compute(task["compute_s"], task["compute_mode"])
+    write_bytes(data_dir / task["output_dir"] / "output", task["output_bytes"])
+    return {"fetched_bytes": sum(fetched.values()), "written_bytes": task["output_bytes"]}
+
+
+def main() -> int:
+    task = json.loads(sys.stdin.readline())
+    data_dir = Path(task["data_dir"])
+    if task["kind"] == "map":
+        totals = run_map(task, data_dir)
+    else:
+        notices: "queue.Queue[dict]" = queue.Queue()
+
+        def read_notices() -> None:
+            for line in sys.stdin:
+                notices.put(json.loads(line))
+
+        threading.Thread(target=read_notices, daemon=True).start()
+        totals = run_reduce(task, data_dir, notices)
+    emit({"event": "done", **totals})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

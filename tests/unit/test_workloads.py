@@ -1,0 +1,88 @@
+"""Workload sources and scenario validation."""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hybridbed.scheduler.swim import TraceError, read_swim
+from hybridbed.scheduler.synthetic import facebook_like
+from hybridbed.scheduler.workload import JobShape, Predictions, derive_job, make_jobs
+from hybridbed.testbed.scenario import load_scenario
+from hybridbed.testbed.spec import SpecError
+
+SWIM_SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "workloads" / "swim" / "FB-2009_samples_24_times_1hr_0_first50jobs.tsv"
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.skipif(not SWIM_SAMPLE.exists(), reason="SWIM samples are not beside the checkout")
+def test_swim_sample_is_read_in_order():
+    rows = read_swim(SWIM_SAMPLE)
+    assert len(rows) == 50
+    assert rows[0] == ("job0", 49.0, 740773, 2339561, 627471)
+    assert all(r[1] <= s[1] for r, s in zip(rows, rows[1:]))
+
+
+def test_malformed_swim_line_names_its_line(tmp_path):
+    trace = tmp_path / "t.tsv"
+    trace.write_text("job0\t1\t1\t10\t20\t30\njob1\t2\t1\t10\tlots\t30\n")
+    with pytest.raises(TraceError, match=r"t.tsv:2: .*lots"):
+        read_swim(trace)
+    trace.write_text("job0\t1\t1\t10\t20\n")
+    with pytest.raises(TraceError, match=r"t.tsv:1: expected 6 tab-separated columns"):
+        read_swim(trace)
+
+
+def test_task_counts_and_durations_follow_the_rate_model():
+    shape = JobShape(block_bytes=100, reduce_input_bytes=1000, map_rate_bytes_s=10, reduce_rate_bytes_s=20,
+                     task_overhead_s=1.0)
+    job = derive_job("j", 0.0, 1_000, 2_500, 500, shape, 1.0, recurring=False)
+    assert (job.n_maps, job.n_reduces) == (10, 3)
+    assert job.map_compute_s == pytest.approx(1.0 + 100 / 10)
+    assert job.reduce_compute_s == pytest.approx(1.0 + 3_000 / 3 / 20)
+    scaled = derive_job("j", 0.0, 1_000, 2_500, 500, shape, 0.1, recurring=False)
+    assert (scaled.n_maps, scaled.n_reduces, scaled.shuffle_bytes) == (10, 3, 250)
+    assert scaled.map_compute_s == pytest.approx(job.map_compute_s)  # scale keeps compute times
+
+
+def test_synthetic_shuffle_sizes_match_the_paper_percentiles():
+    rows = facebook_like(20_000, random.Random(1))
+    shuffle = np.array([r[3] for r in rows]) / 1e9
+    p5, p50, p95 = np.percentile(shuffle, [5, 50, 95])
+    assert 0.06 < p5 < 0.12 and 2.2 < p50 < 2.8 and 70 < p95 < 95
+
+
+def test_predictions_carry_the_injected_error():
+    rows = [(f"j{i}", 0.0, 10**9, 10**9, 10**8) for i in range(200)]
+    jobs = make_jobs(rows, JobShape(), 1.0, Predictions(size_error=0.3), random.Random(2))
+    errors = [abs(j.predicted.shuffle_bytes - j.shuffle_bytes) / j.shuffle_bytes for j in jobs]
+    assert max(errors) <= 0.3 + 1e-9 and np.mean(errors) > 0.1
+    exact = make_jobs(rows, JobShape(), 1.0, Predictions(), random.Random(2))
+    assert all(j.predicted.shuffle_bytes == j.shuffle_bytes for j in exact)
+
+
+def test_quickstart_scenario_is_valid_and_deterministic():
+    scenario = load_scenario(REPO / "scenarios" / "quickstart.yaml")
+    assert scenario.build_workload() == scenario.build_workload()
+    assert scenario.scaled_ocs().elephant_threshold_bytes == pytest.approx(scenario.ocs.elephant_threshold_bytes * scenario.scale)
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"fabric": {"racks": 0, "hosts_per_rack": 2}}, "fabric.racks"),
+    ({"workers": {"slots_per_host": 8, "memory_mb_per_host": 1024}}, "slots_per_host 8"),
+    ({"workload": {"jobs": "many"}}, "workload.jobs"),
+    ({"colour": "blue"}, "colour"),
+    ({"workload": {"source": "swim", "trace": "/nonexistent.tsv"}}, "trace"),
+])
+def test_bad_scenarios_name_the_field(tmp_path, change, field):
+    import yaml
+
+    data = yaml.safe_load((REPO / "scenarios" / "quickstart.yaml").read_text())
+    for key, value in change.items():
+        data[key] = value
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(SpecError, match=field):
+        load_scenario(path)
