@@ -125,6 +125,53 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from hybridbed.scheduler.policy import UnknownPolicy, make_policy
+    from hybridbed.testbed.experiment import RunFailed, run_scenario
+    from hybridbed.testbed.scenario import load_scenario
+
+    overrides = {"scheduler.policy": args.policy} if args.policy else {}
+    scenario = load_scenario(Path(args.scenario), overrides)
+    try:
+        make_policy(scenario.scheduler.policy, scenario.scheduler.policy_params)
+    except (UnknownPolicy, ValueError) as err:
+        raise SpecError(f"scheduler.policy: {err.args[0]}") from None
+    jobs = scenario.build_workload()
+    out = Path(args.out) if args.out else Path("results") / f"{scenario.name}-{scenario.scheduler.policy}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if out.exists():
+        raise SpecError(f"--out: {out} already exists; give a new directory")
+    _terminate_on_sigterm()
+    console.print(f"[bold]{scenario.name}[/bold]: {len(jobs)} jobs under {scenario.scheduler.policy} on "
+                  f"{scenario.fabric.racks} racks x {scenario.fabric.hosts_per_rack} hosts -> {out}")
+    with Progress(TextColumn("jobs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[running]} tasks running"), console=console) as bar:
+        task = bar.add_task("jobs", total=len(jobs), running=0)
+        try:
+            summary = run_scenario(scenario, out, lambda p: bar.update(task, completed=p.jobs_done, running=p.running_tasks))
+        except KeyboardInterrupt:
+            console.print(f"[red]interrupted[/red]; partial results in {out}")
+            return 130
+        except RunFailed as err:
+            console.print(f"[red]run failed: {err}[/red]; partial results in {out}")
+            return 1
+    console.print(f"makespan {summary['makespan_s']:.1f} s, median JCT {summary['jct_median_s']:.1f} s, "
+                  f"p95 JCT {summary['jct_p95_s']:.1f} s; results in {out}")
+    return 0
+
+
+def cmd_policies(args: argparse.Namespace) -> int:
+    from hybridbed.scheduler.policy import registered_policies
+
+    for name, policy in sorted(registered_policies().items()):
+        print(f"{name:12s} {policy.summary}")
+    return 0
+
+
 def cmd_clean(args: argparse.Namespace) -> int:
     from hybridbed.testbed.cleanup import RunStillActive, clean
 
@@ -159,6 +206,15 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.set_defaults(func=cmd_check)
 
+    run = sub.add_parser("run", help="run a scenario's workload on the emulated network under one policy")
+    run.add_argument("scenario", help="scenario YAML file")
+    run.add_argument("--policy", help="override the scenario's scheduler.policy")
+    run.add_argument("--out", help="results directory (default results/<scenario>-<policy>-<time>)")
+    run.set_defaults(func=cmd_run)
+
+    policies = sub.add_parser("policies", help="list the registered scheduling policies")
+    policies.set_defaults(func=cmd_policies)
+
     clean = sub.add_parser("clean", help="remove what runs created (all runs whose process is gone, or one run)")
     clean.add_argument("run", nargs="?", help="run id (default: every run whose owning process has ended)")
     clean.add_argument("--force", action="store_true", help="clean a run even though its process still runs")
@@ -168,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if os.geteuid() != 0 and args.command in ("net", "check", "clean"):
+    if os.geteuid() != 0 and args.command in ("net", "check", "run", "clean"):
         console.print("[red]hybridbed needs root (Mininet, Open vSwitch, namespaces, cgroups)[/red]")
         return 1
     try:

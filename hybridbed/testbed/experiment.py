@@ -1,0 +1,173 @@
+"""One emulated run of a scenario under one policy: network, controller, scheduler, workers, results.
+
+The run directory gets the resolved scenario first, then results as they happen (the scheduler's CSVs,
+`links.csv` from the switches' port counters every second, `ocs_events.csv` at the end) and the logs
+of the scheduler and every worker. Whatever ends the run (success, a failure, Ctrl-C), the processes
+are stopped, the network is torn down and what was written stays.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from hybridbed.controller.client import DEFAULT_REST_PORT
+from hybridbed.scheduler.channel import SOCKET_NAME
+from hybridbed.testbed.network import HybridNetwork
+from hybridbed.testbed.scenario import Scenario
+from hybridbed.workers.cgroups import CgroupLayout
+
+POLL_S = 1.0
+LINK_FIELDS = ["time_s", "switch", "port", "link", "tx_bytes", "rx_bytes"]
+OCS_EVENT_FIELDS = ["seq", "reason", "requested_s", "dark_from_s", "dark_until_s", "done_s", "configured_delay_ms",
+                    "circuits_before", "circuits_after"]
+
+
+class RunFailed(RuntimeError):
+    pass
+
+
+@dataclass
+class Progress:
+    jobs_done: int
+    jobs_total: int
+    elapsed_s: float
+    running_tasks: int
+
+
+def _link_names(net: HybridNetwork) -> dict[tuple[str, int], str]:
+    """What each counted switch port is: a ToR's EPS uplink or OCS port (the links the paper splits bytes over)."""
+    plan = net.plan
+    names = {}
+    for rack in range(plan.racks):
+        names[(f"tor{rack}", plan.tor_eps_port)] = f"tor{rack}-eps"
+        if net.fabric.has_ocs:
+            for k in range(plan.ocs_ports_per_tor):
+                names[(f"tor{rack}", plan.tor_ocs_port(k))] = f"tor{rack}-ocs{k}"
+    return names
+
+
+def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progress], None] | None = None) -> dict:
+    """Run the scenario's workload under its policy; returns summary.json's content. Raises RunFailed."""
+    out_dir.mkdir(parents=True, exist_ok=False)
+    (out_dir / "scenario.json").write_text(scenario.model_dump_json(indent=2))
+    net = HybridNetwork(scenario.fabric, scenario.scaled_ocs())
+    net.start()
+    processes: list[subprocess.Popen] = []
+    status = "failed"
+    t0 = time.time()
+    try:
+        layout = CgroupLayout.detect()
+        roots = layout.create_task_roots(net.run_id)
+        net.record.set(cgroups=net.record.manifest.cgroups + [str(r) for r in roots])
+        state = net.record.state_dir
+        hosts = [{"name": a.name, "rack": a.rack, "ip": a.ip, "data_dir": str(state / "hosts" / a.name)}
+                 for a in net.plan.hosts()]
+        socket_path = str(state / SOCKET_NAME)
+        (out_dir / "cluster.json").write_text(json.dumps(
+            {"socket": socket_path, "controller_port": DEFAULT_REST_PORT, "hosts": hosts}, indent=2))
+        scheduler = subprocess.Popen([sys.executable, "-m", "hybridbed.scheduler.server", str(out_dir)],
+                                     stdout=(out_dir / "scheduler.log").open("w"), stderr=subprocess.STDOUT,
+                                     preexec_fn=net.cgroup.join_self)
+        processes.append(scheduler)
+        net.record.add_process(scheduler.pid, "scheduler")
+        _wait_for_socket(socket_path, scheduler)
+        (out_dir / "workers").mkdir()
+        w = scenario.workers
+        for host in hosts:
+            node = net.net.get(host["name"])
+            cmd = [sys.executable, "-m", "hybridbed.workers.agent", "--scheduler-socket", socket_path,
+                   "--host", host["name"], "--rack", str(host["rack"]), "--ip", host["ip"],
+                   "--slots", str(w.slots_per_host), "--cores", str(w.cores_per_host),
+                   "--memory-mb", str(w.memory_mb_per_host), "--data-dir", host["data_dir"],
+                   "--cgroup-roots", *(str(_seen_from_hosts(r)) for r in roots), "--cgroup-version", str(layout.version),
+                   "--compute-mode", w.compute, "--heartbeat-s", str(w.heartbeat_s)]
+            proc = node.popen(cmd, stdout=(out_dir / "workers" / f"{host['name']}.log").open("w"), stderr=subprocess.STDOUT)
+            processes.append(proc)
+            net.record.add_process(proc.pid, f"worker {host['name']}")
+        code = _follow(net, scheduler, out_dir, scenario, on_progress)
+        if code != 0:
+            raise RunFailed(f"the scheduler exited with status {code}; see {out_dir / 'scheduler.log'}")
+        status = "done"
+    finally:
+        _write_ocs_events(net, out_dir, t0)
+        for proc in processes:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in processes:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        net.stop(status=status)
+    return json.loads((out_dir / "summary.json").read_text())
+
+
+def _seen_from_hosts(path: Path) -> Path:
+    """Mininet hosts run in a mount namespace of their own with a fresh /sys, where the cgroup hierarchies
+    are not mounted; a worker reaches them through this process's root, which is in the original one."""
+    return Path(f"/proc/{os.getpid()}/root") / path.relative_to("/")
+
+
+def _wait_for_socket(path: str, scheduler: subprocess.Popen, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not Path(path).exists():
+        if scheduler.poll() is not None:
+            raise RunFailed(f"the scheduler exited with status {scheduler.returncode} before listening")
+        if time.monotonic() > deadline:
+            raise RunFailed(f"the scheduler did not open {path} within {timeout_s:g} s")
+        time.sleep(0.05)
+
+
+def _follow(net: HybridNetwork, scheduler: subprocess.Popen, out_dir: Path, scenario: Scenario,
+            on_progress: Callable[[Progress], None] | None) -> int:
+    """Until the scheduler ends: sample the switch port counters into links.csv, report progress."""
+    names = _link_names(net)
+    started = time.time()
+    with (out_dir / "links.csv").open("w", newline="") as links_file:
+        links = csv.DictWriter(links_file, fieldnames=LINK_FIELDS)
+        links.writeheader()
+        while scheduler.poll() is None:
+            if time.time() - started > scenario.max_duration_s + 120:
+                raise RunFailed(f"the scheduler is still running {scenario.max_duration_s + 120:g} s into the run")
+            _sample_links(net, names, links, started)
+            links_file.flush()
+            progress_file = out_dir / "progress.json"
+            if on_progress is not None and progress_file.exists():
+                p = json.loads(progress_file.read_text())
+                on_progress(Progress(p["jobs_done"], p["jobs_total"], p["elapsed_s"], p["running_tasks"]))
+            time.sleep(POLL_S)
+        _sample_links(net, names, links, started)
+    return scheduler.returncode
+
+
+def _sample_links(net: HybridNetwork, names: dict[tuple[str, int], str], links: csv.DictWriter, started: float) -> None:
+    now = round(time.time() - started, 3)
+    for switch, ports in net.controller.ports().items():
+        for port, counters in ports.items():
+            link = names.get((switch, int(port)))
+            if link is not None:
+                links.writerow({"time_s": now, "switch": switch, "port": port, "link": link,
+                                "tx_bytes": counters["tx_bytes"], "rx_bytes": counters["rx_bytes"]})
+
+
+def _write_ocs_events(net: HybridNetwork, out_dir: Path, t0: float) -> None:
+    try:
+        events = net.controller.events() if net.net is not None else []
+    except Exception:  # the controller is gone: the run's event log in its state dir is still there
+        events = []
+    with (out_dir / "ocs_events.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=OCS_EVENT_FIELDS)
+        writer.writeheader()
+        for e in events:
+            writer.writerow({
+                "seq": e["seq"], "reason": e["reason"], "requested_s": round(e["requested"] - t0, 4),
+                "dark_from_s": round(e["dark_from"] - t0, 4), "dark_until_s": round(e["dark_until"] - t0, 4),
+                "done_s": round(e["done"] - t0, 4), "configured_delay_ms": e["configured_delay_ms"],
+                "circuits_before": json.dumps(e["circuits_before"]), "circuits_after": json.dumps(e["circuits_after"])})

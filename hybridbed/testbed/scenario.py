@@ -1,0 +1,147 @@
+"""Scenario files: one YAML document that says everything about a run, validated before anything starts.
+
+Units: the fabric's link rates are the emulated rates (Mb/s). Workload sizes, block sizes and the OCS
+elephant threshold are given at full scale and multiplied by `scale`, which should be the ratio of the
+emulated to the real link rates (the JobPacker paper's GENI emulation used 1/100 for both).
+"""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from hybridbed.scheduler.model import JobSpec, Resources
+from hybridbed.scheduler.swim import read_swim
+from hybridbed.scheduler.synthetic import facebook_like
+from hybridbed.scheduler.workload import JobShape, Predictions, make_jobs
+from hybridbed.testbed.spec import FabricSpec, OcsSpec, SpecError, parse_spec
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ContainerSpec(_Strict):
+    cores: float = Field(default=1.0, gt=0, le=64)
+    memory_mb: float = Field(default=256.0, ge=64)
+
+
+class WorkersSpec(_Strict):
+    slots_per_host: int = Field(default=2, ge=1, le=64)
+    cores_per_host: float = Field(default=2.0, gt=0)
+    memory_mb_per_host: float = Field(default=2048.0, gt=0)
+    container: ContainerSpec = ContainerSpec()
+    compute: Literal["sleep", "cpu"] = Field(default="sleep", description="how task compute time is emulated")
+    task_rate_cap_mbps: float | None = Field(default=None, gt=0, description="per-task network cap (emulated Mb/s)")
+    heartbeat_s: float = Field(default=0.5, gt=0, le=10)
+
+    @model_validator(mode="after")
+    def _slots_fit(self) -> "WorkersSpec":
+        if self.slots_per_host * self.container.memory_mb > self.memory_mb_per_host:
+            raise ValueError(f"slots_per_host {self.slots_per_host} x container.memory_mb {self.container.memory_mb:g} "
+                             f"exceeds memory_mb_per_host {self.memory_mb_per_host:g}")
+        if self.container.cores > self.cores_per_host:
+            raise ValueError(f"container.cores {self.container.cores:g} exceeds cores_per_host {self.cores_per_host:g}")
+        return self
+
+
+class ShapeSpec(_Strict):
+    block_mb: float = Field(default=128.0, gt=0)
+    reduce_input_mb: float = Field(default=1000.0, gt=0)
+    max_maps: int = Field(default=200, ge=1)
+    max_reduces: int = Field(default=50, ge=1)
+    map_rate_mb_s: float = Field(default=64.0, gt=0)
+    reduce_rate_mb_s: float = Field(default=64.0, gt=0)
+    task_overhead_s: float = Field(default=1.0, ge=0)
+
+    def job_shape(self) -> JobShape:
+        mb = 1_000_000
+        return JobShape(int(self.block_mb * mb), int(self.reduce_input_mb * mb), self.max_maps, self.max_reduces,
+                        self.map_rate_mb_s * mb, self.reduce_rate_mb_s * mb, self.task_overhead_s)
+
+
+class PredictionSpec(_Strict):
+    recurring_fraction: float = Field(default=1.0, ge=0, le=1)
+    size_error: float = Field(default=0.0, ge=0, le=1)
+    arrival_jitter_fraction: float = Field(default=0.0, ge=0, le=1)
+    arrival_jitter_s: float = Field(default=0.0, ge=0)
+
+
+class WorkloadSpec(_Strict):
+    source: Literal["synthetic", "swim"] = "synthetic"
+    jobs: int = Field(default=12, ge=1, le=100_000)
+    trace: Path | None = Field(default=None, description="SWIM trace file (source: swim)")
+    arrival_window_s: float = Field(default=0.0, ge=0, description="0: a batch; else arrivals uniform in the window")
+    max_shuffle_gb: float | None = Field(default=None, gt=0, description="truncate the synthetic shuffle-size tail")
+    shape: ShapeSpec = ShapeSpec()
+    predictions: PredictionSpec = PredictionSpec()
+
+    @model_validator(mode="after")
+    def _trace_given(self) -> "WorkloadSpec":
+        if self.source == "swim" and self.trace is None:
+            raise ValueError("trace: a SWIM workload needs the trace file")
+        if self.source == "swim" and not self.trace.is_file():
+            raise ValueError(f"trace: no such file {self.trace}")
+        return self
+
+
+class SchedulerSpec(_Strict):
+    policy: str = "fair"
+    policy_params: dict = Field(default_factory=dict)
+    slowstart: float | None = Field(default=None, ge=0, le=1, description="default: the policy's")
+    replicas: int = Field(default=3, ge=1, le=10)
+    heartbeat_timeout_s: float = Field(default=3.0, gt=0)
+
+
+class Scenario(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    seed: int = 1
+    scale: float = Field(default=1.0, gt=0, le=1)
+    fabric: FabricSpec
+    ocs: OcsSpec = OcsSpec()
+    workers: WorkersSpec = WorkersSpec()
+    workload: WorkloadSpec = WorkloadSpec()
+    scheduler: SchedulerSpec = SchedulerSpec()
+    max_duration_s: float = Field(default=1800.0, gt=0)
+
+    def scaled_ocs(self) -> OcsSpec:
+        """The controller's settings with the elephant threshold at the emulated scale."""
+        return self.ocs.model_copy(update={"elephant_threshold_bytes": self.ocs.elephant_threshold_bytes * self.scale})
+
+    def container(self) -> Resources:
+        return Resources(self.workers.container.cores, self.workers.container.memory_mb)
+
+    def build_workload(self) -> list[JobSpec]:
+        """The jobs of this scenario, at the emulated scale; the same seed gives the same jobs."""
+        rng = random.Random(self.seed)
+        w = self.workload
+        if w.source == "swim":
+            rows = read_swim(w.trace, limit=w.jobs)
+            if w.arrival_window_s:
+                rows = sorted(((i, rng.uniform(0, w.arrival_window_s), *s) for i, _, *s in rows), key=lambda r: r[1])
+            else:
+                rows = [(i, 0.0, *s) for i, _, *s in rows]
+        else:
+            cap = w.max_shuffle_gb * 1e9 if w.max_shuffle_gb else None
+            rows = facebook_like(w.jobs, rng, w.arrival_window_s, cap)
+        predictions = Predictions(**w.predictions.model_dump())
+        return make_jobs(rows, w.shape.job_shape(), self.scale, predictions, rng)
+
+
+def load_scenario(path: Path, overrides: dict | None = None) -> Scenario:
+    """Read and validate a scenario file; every problem is a SpecError naming the field."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise SpecError(f"scenario file {path} does not exist") from None
+    except yaml.YAMLError as err:
+        raise SpecError(f"{path} is not valid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: a scenario is a mapping of fields, got {type(data).__name__}")
+    for key, value in (overrides or {}).items():
+        section, field = key.split(".")
+        data.setdefault(section, {})[field] = value
+    return parse_spec(Scenario, data)

@@ -1,0 +1,128 @@
+"""Real MapReduce jobs on the emulated network: workers in the Mininet hosts, tasks in their own cgroups,
+shuffle bytes over TCP through the ToRs, EPS and OCS."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from hybridbed.scheduler.model import build_job
+from hybridbed.testbed.experiment import run_scenario
+from hybridbed.testbed.runs import STATE_ROOT, recorded_runs
+from hybridbed.testbed.scenario import Scenario
+from hybridbed.workers.cgroups import CgroupLayout, TaskCgroup
+
+MB = 1_000_000
+
+
+def scenario(tmp_path: Path, compute_s: float = 0.5, jobs: int = 1, **workers) -> Scenario:
+    """2 racks x 2 hosts; each job has 4 maps (1 MB blocks) and 2 reduces (1 MB of shuffle each)."""
+    trace = tmp_path / "jobs.tsv"
+    trace.write_text("".join(f"job{i}\t0\t0\t{4 * MB}\t{2 * MB}\t{MB // 2}\n" for i in range(jobs)))
+    return Scenario.model_validate({
+        "name": "it", "seed": 3, "scale": 1.0,
+        "fabric": {"racks": 2, "hosts_per_rack": 2},
+        "workers": {"slots_per_host": 2, "cores_per_host": 2, "memory_mb_per_host": 1024, **workers},
+        "workload": {"source": "swim", "trace": str(trace), "jobs": jobs, "shape": {
+            "block_mb": 1, "reduce_input_mb": 1, "map_rate_mb_s": 1e6, "reduce_rate_mb_s": 1e6,
+            "task_overhead_s": compute_s}},
+        "scheduler": {"policy": "fair", "slowstart": 1.0, "heartbeat_timeout_s": 2.0},
+        "max_duration_s": 120,
+    })
+
+
+def test_job_completes_and_every_reducer_fetches_exactly_its_bytes(tmp_path):
+    s = scenario(tmp_path)
+    out = tmp_path / "run"
+    summary = run_scenario(s, out)
+    assert summary["status"] == "done" and summary["jobs_done"] == 1
+    (spec,) = s.build_workload()
+    expected = {r.task_id: r.fetch_bytes for r in build_job(spec, s.container(), s.container()).reduces}
+    tasks = pd.read_csv(out / "tasks.csv")
+    reduces = tasks[tasks.kind == "reduce"].set_index("task_id")
+    assert reduces["fetched_bytes"].to_dict() == expected
+    assert sum(expected.values()) == 2 * MB
+    flows = pd.read_csv(out / "flows.csv")
+    shuffle = flows[flows.kind == "shuffle"]
+    assert shuffle.groupby("task_id")["bytes"].sum().to_dict() == expected
+    assert len(shuffle) == 4 * 2  # every reducer from every map
+    links = pd.read_csv(out / "links.csv")
+    assert {"tor0-eps", "tor1-eps", "tor0-ocs0", "tor1-ocs0"} <= set(links.link)
+    assert not list(STATE_ROOT.glob("*")) or all(m.status != "running" for m in recorded_runs())
+
+
+def _task_cgroups(layout: CgroupLayout) -> list[Path]:
+    return [p for h in layout.hierarchies[:1] for p in (h / "hybridbed").glob("*-tasks/*") if p.is_dir()]
+
+
+def test_running_task_holds_its_cpu_quota_and_memory_limit(tmp_path):
+    s = scenario(tmp_path, compute_s=6.0, container={"cores": 0.5, "memory_mb": 128})
+    layout = CgroupLayout.detect()
+    seen: list[tuple[float, int]] = []
+    runner = threading.Thread(target=run_scenario, args=(s, tmp_path / "run"))
+    runner.start()
+    deadline = time.monotonic() + 60
+    while not seen and time.monotonic() < deadline:
+        for path in _task_cgroups(layout):
+            name = path.name
+            roots = [h / "hybridbed" / path.parent.name for h in layout.hierarchies]
+            try:
+                cgroup = TaskCgroup(roots, layout.version, name)
+                if cgroup.pids():
+                    seen.append(cgroup.limits())
+            except (FileNotFoundError, ValueError):
+                pass
+        time.sleep(0.2)
+    runner.join()
+    assert seen, "no running task cgroup was seen"
+    cores, memory = seen[0]
+    assert cores == pytest.approx(0.5)
+    assert memory == 128 * 1024 * 1024
+    assert not _task_cgroups(layout), "task cgroups must go with the run"
+
+
+def test_killing_a_worker_mid_job_still_completes_the_job(tmp_path):
+    s = scenario(tmp_path, compute_s=3.0)
+    out = tmp_path / "run"
+    result: dict = {}
+    runner = threading.Thread(target=lambda: result.update(run_scenario(s, out)))
+    runner.start()
+    victim = victim_host = None
+    deadline = time.monotonic() + 60
+    while victim is None and time.monotonic() < deadline:
+        tasks = out / "tasks.csv"
+        done = pd.read_csv(tasks) if tasks.exists() else pd.DataFrame()
+        if len(done):  # a map is done: its output lives on its host until the reducers have it
+            victim_host = done.host.iloc[0]
+            for manifest in recorded_runs():
+                workers = [p for p in manifest.processes if p.role == f"worker {victim_host}" and p.is_alive()]
+                if workers:
+                    victim = workers[0].pid
+        time.sleep(0.2)
+    assert victim is not None, "the run never got going"
+    os.kill(victim, signal.SIGKILL)
+    runner.join()
+    assert result["status"] == "done" and result["jobs_done"] == 1
+    tasks = pd.read_csv(out / "tasks.csv")
+    rerun = tasks[tasks.attempt >= 1]
+    assert len(rerun), "the map output on the lost host should have been computed again"
+    assert victim_host not in set(rerun.host)
+
+
+def test_bad_scenario_is_refused_and_leaves_nothing(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nfabric: {racks: 0, hosts_per_rack: 2}\n")
+    before = sorted(STATE_ROOT.glob("*")) if STATE_ROOT.exists() else []
+    proc = subprocess.run([sys.executable, "-m", "hybridbed.cli", "run", str(bad), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "fabric.racks" in proc.stderr
+    assert not (tmp_path / "out").exists()
+    assert (sorted(STATE_ROOT.glob("*")) if STATE_ROOT.exists() else []) == before
