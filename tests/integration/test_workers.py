@@ -2,6 +2,7 @@
 shuffle bytes over TCP through the ToRs, EPS and OCS."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -55,7 +56,8 @@ def test_job_completes_and_every_reducer_fetches_exactly_its_bytes(tmp_path):
     assert len(shuffle) == 4 * 2  # every reducer from every map
     links = pd.read_csv(out / "links.csv")
     assert {"tor0-eps", "tor1-eps", "tor0-ocs0", "tor1-ocs0"} <= set(links.link)
-    assert not list(STATE_ROOT.glob("*")) or all(m.status != "running" for m in recorded_runs())
+    state_dir = Path(json.loads((out / "cluster.json").read_text())["socket"]).parent
+    assert not state_dir.exists(), "the run's state (data directories, sockets) goes with the run"
 
 
 def _task_cgroups(layout: CgroupLayout) -> list[Path]:

@@ -1,0 +1,71 @@
+"""Scheduler decision cost: how long one heartbeat's decision takes with 1K and 15K pending tasks.
+
+A heartbeat is one host with free containers asking for work; the decision is the policy's choice of
+tasks for it plus the core's bookkeeping (SchedulerCore.schedule on a cluster where only that host has
+room). Target: <= 0.2 ms at 15K pending tasks (the YARN Fair / Tetris figure). No root needed:
+    .venv/bin/python bench/scheduler.py
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.core import SchedulerCore
+from hybridbed.scheduler.model import JobSpec, Resources, build_job
+from hybridbed.scheduler.policy import make_policy
+
+CONTAINER = Resources(1, 256)
+
+
+def measure(policy_name: str, pending_tasks: int, jobs: int, racks: int, hosts_per_rack: int,
+            heartbeats: int) -> tuple[float, float]:
+    """(median, p99) milliseconds per heartbeat with `pending_tasks` maps spread over `jobs` jobs."""
+    hosts = {f"r{r}h{h}": HostState(f"r{r}h{h}", r, 1, Resources(1, 256)) for r in range(racks) for h in range(hosts_per_rack)}
+    cluster = ClusterState(racks, hosts, slowstart=1.0)
+    core = SchedulerCore(make_policy(policy_name), cluster, random.Random(1))
+    per_job = pending_tasks // jobs
+    for j in range(jobs):
+        spec = JobSpec(f"j{j}", 0.0, per_job * 1000, 0, 0, per_job, 0, 1.0, 1.0)
+        core.submit(build_job(spec, CONTAINER, CONTAINER), 0.0)
+    names = list(hosts)
+    for host in hosts.values():  # every host busy, so a heartbeat is one host asking
+        host.slots = 0
+    costs = []
+    rng = random.Random(2)
+    for i in range(heartbeats):
+        host = hosts[rng.choice(names)]
+        host.slots = len(host.running) + 1
+        start = time.perf_counter()
+        launches = core.schedule(float(i))
+        costs.append((time.perf_counter() - start) * 1000)
+        for launch in launches:  # hand the task back at once, so the pending count stays the same
+            core.task_failed(launch.task.task_id, launch.task.attempt, float(i))
+        host.slots = len(host.running)
+    costs.sort()
+    return statistics.median(costs), costs[int(len(costs) * 0.99)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--heartbeats", type=int, default=5000)
+    parser.add_argument("--racks", type=int, default=20)
+    parser.add_argument("--hosts-per-rack", type=int, default=30)
+    args = parser.parse_args()
+    table = Table(title="scheduler decision cost per heartbeat (600 hosts)")
+    for column in ("policy", "pending tasks", "jobs", "median ms", "p99 ms", "median / 0.2 ms target"):
+        table.add_column(column, justify="right")
+    for policy in ("fair", "fifo"):
+        for pending, jobs in ((1_000, 50), (15_000, 100)):
+            median, p99 = measure(policy, pending, jobs, args.racks, args.hosts_per_rack, args.heartbeats)
+            table.add_row(policy, str(pending), str(jobs), f"{median:.4f}", f"{p99:.4f}", f"{median / 0.2:.2f}")
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    main()
