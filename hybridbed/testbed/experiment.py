@@ -17,9 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import pandas as pd
+
 from hybridbed.controller.client import DEFAULT_REST_PORT
 from hybridbed.scheduler.channel import SOCKET_NAME
 from hybridbed.testbed.network import HybridNetwork
+from hybridbed.testbed.path_accounting import annotate_flows, uplink_bytes
 from hybridbed.testbed.scenario import Scenario
 from hybridbed.workers.cgroups import CgroupLayout
 
@@ -96,7 +99,8 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
             raise RunFailed(f"the scheduler exited with status {code}; see {out_dir / 'scheduler.log'}")
         status = "done"
     finally:
-        _write_ocs_events(net, out_dir, t0)
+        events = _write_ocs_events(net, out_dir, t0)
+        _account_paths(out_dir, events)
         for proc in processes:
             if proc.poll() is None:
                 proc.terminate()
@@ -157,7 +161,21 @@ def _sample_links(net: HybridNetwork, names: dict[tuple[str, int], str], links: 
                                 "tx_bytes": counters["tx_bytes"], "rx_bytes": counters["rx_bytes"]})
 
 
-def _write_ocs_events(net: HybridNetwork, out_dir: Path, t0: float) -> None:
+def _account_paths(out_dir: Path, events: list[dict]) -> None:
+    """Add each flow's path to flows.csv and the EPS/OCS byte split to summary.json."""
+    summary_path, flows_path, links_path = (out_dir / n for n in ("summary.json", "flows.csv", "links.csv"))
+    if not summary_path.exists():
+        return
+    summary = json.loads(summary_path.read_text())
+    flows = pd.read_csv(flows_path)
+    annotate_flows(flows, events, summary["started_at_unix"]).to_csv(flows_path, index=False)
+    eps, ocs = uplink_bytes(pd.read_csv(links_path)) if links_path.exists() else (0, 0)
+    summary.update({"eps_uplink_bytes": eps, "ocs_uplink_bytes": ocs,
+                    "ocs_byte_share": ocs / (eps + ocs) if eps + ocs else 0.0, "reconfigurations": len(events)})
+    summary_path.write_text(json.dumps(summary, indent=2))
+
+
+def _write_ocs_events(net: HybridNetwork, out_dir: Path, t0: float) -> list[dict]:
     try:
         events = net.controller.events() if net.net is not None else []
     except Exception:  # the controller is gone: the run's event log in its state dir is still there
@@ -171,3 +189,4 @@ def _write_ocs_events(net: HybridNetwork, out_dir: Path, t0: float) -> None:
                 "dark_from_s": round(e["dark_from"] - t0, 4), "dark_until_s": round(e["dark_until"] - t0, 4),
                 "done_s": round(e["done"] - t0, 4), "configured_delay_ms": e["configured_delay_ms"],
                 "circuits_before": json.dumps(e["circuits_before"]), "circuits_after": json.dumps(e["circuits_after"])})
+    return events

@@ -43,7 +43,7 @@ def test_job_completes_and_every_reducer_fetches_exactly_its_bytes(tmp_path):
     s = scenario(tmp_path)
     out = tmp_path / "run"
     summary = run_scenario(s, out)
-    assert summary["status"] == "done" and summary["jobs_done"] == 1
+    assert summary["status"] == "done" and summary["jobs_done"] == 1, summary
     (spec,) = s.build_workload()
     expected = {r.task_id: r.fetch_bytes for r in build_job(spec, s.container(), s.container()).reduces}
     tasks = pd.read_csv(out / "tasks.csv")
@@ -56,6 +56,11 @@ def test_job_completes_and_every_reducer_fetches_exactly_its_bytes(tmp_path):
     assert len(shuffle) == 4 * 2  # every reducer from every map
     links = pd.read_csv(out / "links.csv")
     assert {"tor0-eps", "tor1-eps", "tor0-ocs0", "tor1-ocs0"} <= set(links.link)
+    # pinned mode with no circuit: every cross-rack byte rides the EPS, and the counters agree
+    cross = flows[flows.src_rack != flows.dst_rack]
+    assert set(cross.path) == {"eps"} and set(flows[flows.src_rack == flows.dst_rack].path) <= {"rack"}
+    assert summary["ocs_uplink_bytes"] == 0 and summary["ocs_byte_share"] == 0
+    assert summary["eps_uplink_bytes"] >= cross.bytes.sum()
     state_dir = Path(json.loads((out / "cluster.json").read_text())["socket"]).parent
     assert not state_dir.exists(), "the run's state (data directories, sockets) goes with the run"
 

@@ -1,0 +1,57 @@
+"""Which path a run's bytes took: the exact EPS/OCS split from the ToR uplink counters, and a per-flow
+path read off the circuit timeline (a flow between racks a and b rode the OCS while circuit a->b was lit).
+
+The per-flow path assumes steering mode `all`; in mode `marked` the workers' traffic is unmarked and
+stays on the EPS.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+LIT_FULLY = 0.99
+LIT_NEVER = 0.01
+
+
+def uplink_bytes(links: pd.DataFrame) -> tuple[int, int]:
+    """(EPS, OCS) bytes the ToRs sent up during the run, from the first and last counter samples."""
+    if links.empty:
+        return 0, 0
+    per_link = links.groupby("link")["tx_bytes"].agg(lambda s: int(s.iloc[-1] - s.iloc[0]))
+    eps = int(per_link[per_link.index.str.endswith("-eps")].sum())
+    ocs = int(per_link[per_link.index.str.contains("-ocs")].sum())
+    return eps, ocs
+
+
+def lit_intervals(events: list[dict]) -> dict[tuple[int, int], list[tuple[float, float]]]:
+    """For each rack pair, the (from, until) times its circuit carried traffic."""
+    lit: dict[tuple[int, int], float] = {}
+    intervals: dict[tuple[int, int], list[tuple[float, float]]] = {}
+    for event in sorted(events, key=lambda e: e["seq"]):
+        before = {(c["src_rack"], c["dst_rack"]) for c in event["circuits_before"]}
+        after = {(c["src_rack"], c["dst_rack"]) for c in event["circuits_after"]}
+        for pair in before - after:
+            if pair in lit:
+                intervals.setdefault(pair, []).append((lit.pop(pair), event["dark_from"]))
+        for pair in after - before:
+            lit[pair] = event["dark_until"]
+    for pair, since in lit.items():
+        intervals.setdefault(pair, []).append((since, float("inf")))
+    return intervals
+
+
+def flow_path(src_rack: int, dst_rack: int, start: float, end: float,
+              intervals: dict[tuple[int, int], list[tuple[float, float]]]) -> str:
+    """`rack` inside a rack; else `ocs`, `eps` or `mixed` by how much of the flow its circuit was lit."""
+    if src_rack == dst_rack:
+        return "rack"
+    length = max(end - start, 1e-9)
+    covered = sum(max(0.0, min(end, b) - max(start, a)) for a, b in intervals.get((src_rack, dst_rack), []))
+    share = covered / length
+    return "ocs" if share >= LIT_FULLY else "eps" if share <= LIT_NEVER else "mixed"
+
+
+def annotate_flows(flows: pd.DataFrame, events: list[dict], t0: float) -> pd.DataFrame:
+    """flows.csv with a `path` column; flow times are seconds after t0 (unix), event times unix."""
+    intervals = lit_intervals(events)
+    paths = [flow_path(r.src_rack, r.dst_rack, r.start_s + t0, r.end_s + t0, intervals) for r in flows.itertuples()]
+    return flows.assign(path=paths)
