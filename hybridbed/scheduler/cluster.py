@@ -44,10 +44,11 @@ class ClusterState:
     pending: dict[str, PendingTasks] = field(default_factory=dict)  # per job in `jobs`
     now: float = 0.0
 
-    def hosts_by_rack(self, alive_only: bool = True) -> dict[int, list[str]]:
+    def hosts_by_rack(self) -> dict[int, list[str]]:
+        """Live hosts per rack."""
         racks: dict[int, list[str]] = {r: [] for r in range(self.racks)}
         for host in self.hosts.values():
-            if host.alive or not alive_only:
+            if host.alive:
                 racks[host.rack].append(host.name)
         return racks
 
@@ -71,6 +72,3 @@ class ClusterState:
             if task is not None:
                 return task, level
         return None, Locality.OFF_RACK
-
-    def running_on_rack(self, rack: int) -> list[Task]:
-        return [t for h in self.hosts.values() if h.rack == rack for t in h.running.values()]

@@ -115,9 +115,6 @@ class Stage:
     tasks: list[Task]
     parents: list[int] = field(default_factory=list)  # indices of the stages this one reads from
 
-    def count(self, state: TaskState) -> int:
-        return sum(1 for t in self.tasks if t.state is state)
-
 
 @dataclass
 class Job:

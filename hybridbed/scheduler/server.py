@@ -14,6 +14,7 @@ import logging
 import os
 import queue
 import random
+import signal
 import socket
 import sys
 import threading
@@ -292,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out_dir", type=Path)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind, so the summary says the run failed
     try:
         return SchedulerServer(args.out_dir).run()
     except Exception:

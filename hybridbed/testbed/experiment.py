@@ -99,16 +99,15 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
             raise RunFailed(f"the scheduler exited with status {code}; see {out_dir / 'scheduler.log'}")
         status = "done"
     finally:
-        events = _write_ocs_events(net, out_dir, t0)
-        _account_paths(out_dir, events)
-        for proc in processes:
+        for proc in processes:  # the scheduler first: on SIGTERM it still writes its summary
             if proc.poll() is None:
                 proc.terminate()
-        for proc in processes:
             try:
-                proc.wait(timeout=5)
+                proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        events = _write_ocs_events(net, out_dir, t0)
+        _account_paths(out_dir, events)
         net.stop(status=status)
     return json.loads((out_dir / "summary.json").read_text())
 

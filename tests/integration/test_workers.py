@@ -123,6 +123,19 @@ def test_killing_a_worker_mid_job_still_completes_the_job(tmp_path):
     assert victim_host not in set(rerun.host)
 
 
+def test_per_task_rate_cap_paces_the_shuffle(tmp_path):
+    cap = 0.25  # the 8 fetches together stay under a 2 Mb/s EPS uplink even if all crossed the same one
+    s = scenario(tmp_path, task_rate_cap_mbps=cap)
+    out = tmp_path / "run"
+    assert run_scenario(s, out)["jobs_done"] == 1
+    flows = pd.read_csv(out / "flows.csv")
+    shuffle = flows[(flows.kind == "shuffle") & (flows.src_host != flows.dst_host)]  # a host's own outputs stay off the wire
+    assert len(shuffle) >= 4
+    mbps = shuffle.bytes * 8 / (shuffle.end_s - shuffle.start_s) / 1e6
+    assert mbps.max() <= cap * 1.1, mbps.tolist()
+    assert mbps.median() >= cap * 0.7, mbps.tolist()
+
+
 def test_bad_scenario_is_refused_and_leaves_nothing(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nfabric: {racks: 0, hosts_per_rack: 2}\n")
