@@ -14,6 +14,7 @@ JOB_FIELDS = ["job_id", "arrival_s", "start_s", "finish_s", "jct_s", "recurring"
               "input_bytes", "shuffle_bytes", "output_bytes"]
 TASK_FIELDS = ["task_id", "job_id", "kind", "attempt", "host", "rack", "locality", "start_s", "finish_s",
                "read_local_bytes", "read_remote_bytes", "fetched_bytes", "written_bytes"]
+USAGE_FIELDS = ["time_s", "host", "running_tasks", "cpu_percent", "rss_mb"]
 FLOW_FIELDS = ["task_id", "attempt", "kind", "src_host", "dst_host", "src_rack", "dst_rack", "bytes", "start_s", "end_s"]
 
 

@@ -28,7 +28,7 @@ from hybridbed.scheduler.core import Launch, SchedulerCore, ShuffleNotice
 from hybridbed.scheduler.locality import locality_of
 from hybridbed.scheduler.model import Job, Resources, StageKind, Task, build_job
 from hybridbed.scheduler.policy import make_policy
-from hybridbed.scheduler.results import FLOW_FIELDS, JOB_FIELDS, TASK_FIELDS, CsvLog, summarize
+from hybridbed.scheduler.results import FLOW_FIELDS, JOB_FIELDS, TASK_FIELDS, USAGE_FIELDS, CsvLog, summarize
 from hybridbed.testbed.scenario import Scenario
 from hybridbed.workers.task import write_bytes
 
@@ -61,6 +61,7 @@ class SchedulerServer:
         self.jobs_log = CsvLog(out_dir / "jobs.csv", JOB_FIELDS)
         self.tasks_log = CsvLog(out_dir / "tasks.csv", TASK_FIELDS)
         self.flows_log = CsvLog(out_dir / "flows.csv", FLOW_FIELDS)
+        self.usage_log = CsvLog(out_dir / "usage.csv", USAGE_FIELDS)
         self.task_stats: dict[tuple[str, int], dict] = {}
 
     # connections ----------------------------------------------------------------------------------
@@ -128,7 +129,7 @@ class SchedulerServer:
                     channel.send({"op": "shutdown"})
                 except OSError:
                     pass
-            for log_file in (self.jobs_log, self.tasks_log, self.flows_log):
+            for log_file in (self.jobs_log, self.tasks_log, self.flows_log, self.usage_log):
                 log_file.close()
             summarize(self.out_dir, total, status, started_at=self.t0)
 
@@ -174,6 +175,10 @@ class SchedulerServer:
                             host, message["exit_code"], message["error"].strip()[-500:])
         elif kind == "fetch":
             self._log_flow(message)
+        elif kind == "heartbeat" and self.t0:
+            self.usage_log.write({"time_s": round(message["time"] - self.t0, 3), "host": host,
+                                  "running_tasks": message["running"], "cpu_percent": round(message["cpu_percent"], 1),
+                                  "rss_mb": round(message["rss_mb"], 1)})
         elif kind == "disconnect":
             self._lose(host, "closed its control connection")
         elif kind == "register":

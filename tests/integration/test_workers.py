@@ -61,6 +61,8 @@ def test_job_completes_and_every_reducer_fetches_exactly_its_bytes(tmp_path):
     assert set(cross.path) == {"eps"} and set(flows[flows.src_rack == flows.dst_rack].path) <= {"rack"}
     assert summary["ocs_uplink_bytes"] == 0 and summary["ocs_byte_share"] == 0
     assert summary["eps_uplink_bytes"] >= cross.bytes.sum()
+    usage = pd.read_csv(out / "usage.csv")
+    assert set(usage.host) == {"r0h0", "r0h1", "r1h0", "r1h1"} and usage.running_tasks.max() >= 1
     state_dir = Path(json.loads((out / "cluster.json").read_text())["socket"]).parent
     assert not state_dir.exists(), "the run's state (data directories, sockets) goes with the run"
 
