@@ -164,6 +164,48 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from hybridbed.testbed.comparison import available_setups, compare, default_setups
+    from hybridbed.testbed.scenario import load_scenario
+
+    scenario = load_scenario(Path(args.scenario))
+    setups = args.policies.split(",") if args.policies else default_setups()
+    unknown = [s for s in setups if s not in available_setups()]
+    if unknown:
+        raise SpecError(f"--policies: unknown {', '.join(unknown)}; available: {', '.join(available_setups())}")
+    out = Path(args.out) if args.out else Path("results") / f"{scenario.name}-compare-{time.strftime('%Y%m%d-%H%M%S')}"
+    if out.exists():
+        raise SpecError(f"--out: {out} already exists; give a new directory")
+    jobs = len(scenario.build_workload())
+    _terminate_on_sigterm()
+    console.print(f"[bold]{scenario.name}[/bold]: {jobs} jobs under {', '.join(setups)}, one after another -> {out}")
+    status = console.status("")
+    status.start()
+    try:
+        table = compare(scenario, setups, out, lambda setup, p: status.update(
+            f"{setup}: {p.jobs_done}/{p.jobs_total} jobs, {p.elapsed_s:.0f} s, {p.running_tasks} tasks running"))
+    except KeyboardInterrupt:
+        console.print(f"[red]interrupted[/red]; partial results in {out}")
+        return 130
+    finally:
+        status.stop()
+    if args.json:
+        print(json.dumps({row["setup"]: {k: v for k, v in row.items() if k != "setup"}
+                          for row in table.to_dict(orient="records")}, indent=2, default=str))
+    else:
+        view = Table(title=f"{scenario.name}: {jobs} jobs")
+        for column in table.columns:
+            view.add_column(column, justify="right")
+        for row in table.itertuples(index=False):
+            view.add_row(*(_fmt(v) for v in row))
+        Console(width=max(Console().width, 160)).print(view)
+        console.print(f"table and plots in {out}")
+    return 0 if all(str(s) == "done" for s in table.status) else 1
+
+
 def cmd_policies(args: argparse.Namespace) -> int:
     from hybridbed.scheduler.policy import registered_policies
 
@@ -212,6 +254,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="results directory (default results/<scenario>-<policy>-<time>)")
     run.set_defaults(func=cmd_run)
 
+    compare = sub.add_parser("compare", help="run a scenario under several policies and compare them")
+    compare.add_argument("scenario", help="scenario YAML file")
+    compare.add_argument("--policies", help="comma-separated setups: registered policies and f-eps "
+                                            "(default: those of fair, corral, jobpacker, f-eps that exist)")
+    compare.add_argument("--out", help="results directory (default results/<scenario>-compare-<time>)")
+    compare.add_argument("--json", action="store_true", help="print one JSON object keyed by setup")
+    compare.set_defaults(func=cmd_compare)
+
     policies = sub.add_parser("policies", help="list the registered scheduling policies")
     policies.set_defaults(func=cmd_policies)
 
@@ -224,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if os.geteuid() != 0 and args.command in ("net", "check", "run", "clean"):
+    if os.geteuid() != 0 and args.command in ("net", "check", "run", "compare", "clean"):
         console.print("[red]hybridbed needs root (Mininet, Open vSwitch, namespaces, cgroups)[/red]")
         return 1
     try:

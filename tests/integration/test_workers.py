@@ -17,30 +17,13 @@ import pytest
 from hybridbed.scheduler.model import build_job
 from hybridbed.testbed.experiment import run_scenario
 from hybridbed.testbed.runs import STATE_ROOT, recorded_runs
-from hybridbed.testbed.scenario import Scenario
 from hybridbed.workers.cgroups import CgroupLayout, TaskCgroup
 
 MB = 1_000_000
 
 
-def scenario(tmp_path: Path, compute_s: float = 0.5, jobs: int = 1, **workers) -> Scenario:
-    """2 racks x 2 hosts; each job has 4 maps (1 MB blocks) and 2 reduces (1 MB of shuffle each)."""
-    trace = tmp_path / "jobs.tsv"
-    trace.write_text("".join(f"job{i}\t0\t0\t{4 * MB}\t{2 * MB}\t{MB // 2}\n" for i in range(jobs)))
-    return Scenario.model_validate({
-        "name": "it", "seed": 3, "scale": 1.0,
-        "fabric": {"racks": 2, "hosts_per_rack": 2},
-        "workers": {"slots_per_host": 2, "cores_per_host": 2, "memory_mb_per_host": 1024, **workers},
-        "workload": {"source": "swim", "trace": str(trace), "jobs": jobs, "shape": {
-            "block_mb": 1, "reduce_input_mb": 1, "map_rate_mb_s": 1e6, "reduce_rate_mb_s": 1e6,
-            "task_overhead_s": compute_s}},
-        "scheduler": {"policy": "fair", "slowstart": 1.0, "heartbeat_timeout_s": 2.0},
-        "max_duration_s": 120,
-    })
-
-
-def test_job_completes_and_every_reducer_fetches_exactly_its_bytes(tmp_path):
-    s = scenario(tmp_path)
+def test_job_completes_and_every_reducer_fetches_exactly_its_bytes(tmp_path, small_scenario):
+    s = small_scenario()
     out = tmp_path / "run"
     summary = run_scenario(s, out)
     assert summary["status"] == "done" and summary["jobs_done"] == 1, summary
@@ -71,8 +54,8 @@ def _task_cgroups(layout: CgroupLayout) -> list[Path]:
     return [p for h in layout.hierarchies[:1] for p in (h / "hybridbed").glob("*-tasks/*") if p.is_dir()]
 
 
-def test_running_task_holds_its_cpu_quota_and_memory_limit(tmp_path):
-    s = scenario(tmp_path, compute_s=6.0, container={"cores": 0.5, "memory_mb": 128})
+def test_running_task_holds_its_cpu_quota_and_memory_limit(tmp_path, small_scenario):
+    s = small_scenario(compute_s=6.0, container={"cores": 0.5, "memory_mb": 128})
     layout = CgroupLayout.detect()
     seen: list[tuple[float, int]] = []
     runner = threading.Thread(target=run_scenario, args=(s, tmp_path / "run"))
@@ -97,8 +80,8 @@ def test_running_task_holds_its_cpu_quota_and_memory_limit(tmp_path):
     assert not _task_cgroups(layout), "task cgroups must go with the run"
 
 
-def test_killing_a_worker_mid_job_still_completes_the_job(tmp_path):
-    s = scenario(tmp_path, compute_s=3.0)
+def test_killing_a_worker_mid_job_still_completes_the_job(tmp_path, small_scenario):
+    s = small_scenario(compute_s=3.0)
     out = tmp_path / "run"
     result: dict = {}
     runner = threading.Thread(target=lambda: result.update(run_scenario(s, out)))
@@ -125,9 +108,9 @@ def test_killing_a_worker_mid_job_still_completes_the_job(tmp_path):
     assert victim_host not in set(rerun.host)
 
 
-def test_per_task_rate_cap_paces_the_shuffle(tmp_path):
+def test_per_task_rate_cap_paces_the_shuffle(tmp_path, small_scenario):
     cap = 0.25  # the 8 fetches together stay under a 2 Mb/s EPS uplink even if all crossed the same one
-    s = scenario(tmp_path, task_rate_cap_mbps=cap)
+    s = small_scenario(task_rate_cap_mbps=cap)
     out = tmp_path / "run"
     assert run_scenario(s, out)["jobs_done"] == 1
     flows = pd.read_csv(out / "flows.csv")

@@ -1,0 +1,91 @@
+"""Comparing scheduling setups on one workload: every setup runs the same scenario (same jobs, same
+seed) one after another; one table and one set of plots come out.
+
+A setup is a registered policy on the scenario's network, or `f-eps`: Fair on the EPS-only variant
+with uplinks at the OCS rate (the JobPacker paper's F-EPS baseline). Fair on the hybrid network with
+the scenario's OCS settings is the paper's F-Hybrid, the baseline makespans are normalized to.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from hybridbed.scheduler.policy import registered_policies
+from hybridbed.testbed.experiment import Progress, RunFailed, run_scenario
+from hybridbed.testbed.scenario import Scenario
+
+F_EPS = "f-eps"
+BASELINE = "fair"
+PAPER_SETUPS = ("fair", "corral", "jobpacker", F_EPS)
+COLUMNS = ["setup", "status", "makespan_s", "makespan_vs_fair", "jct_median_s", "jct_p5_s", "jct_p95_s",
+           "ocs_byte_share", "reconfigurations", "jobs_done"]
+
+
+def available_setups() -> list[str]:
+    return sorted(registered_policies()) + [F_EPS]
+
+
+def default_setups() -> list[str]:
+    """The paper's four setups, those whose policies are registered."""
+    return [s for s in PAPER_SETUPS if s in available_setups()]
+
+
+def setup_scenario(scenario: Scenario, setup: str) -> Scenario:
+    """The scenario as this setup runs it."""
+    data = scenario.model_dump()
+    data["scheduler"]["policy"] = BASELINE if setup == F_EPS else setup
+    if setup == F_EPS:
+        data["fabric"]["variant"] = "f-eps"
+    return Scenario.model_validate(data)
+
+
+def compare(scenario: Scenario, setups: list[str], out_dir: Path,
+            on_progress: Callable[[str, Progress], None] | None = None) -> pd.DataFrame:
+    """Run every setup into out_dir/<setup>; write comparison.csv and the plots; return the table.
+    A setup that fails is recorded as failed and the others still run."""
+    out_dir.mkdir(parents=True, exist_ok=False)
+    rows, jcts = [], {}
+    for setup in setups:
+        run_dir = out_dir / setup
+        try:
+            summary = run_scenario(setup_scenario(scenario, setup), run_dir,
+                                   (lambda p, s=setup: on_progress(s, p)) if on_progress else None)
+        except RunFailed as err:
+            summary = {"status": f"failed: {err}"}
+        rows.append({"setup": setup, **{k: summary.get(k) for k in COLUMNS[1:] if k != "makespan_vs_fair"}})
+        if (run_dir / "jobs.csv").exists():
+            jcts[setup] = pd.read_csv(run_dir / "jobs.csv")["jct_s"]
+    table = pd.DataFrame(rows)
+    base = table.loc[table.setup == BASELINE, "makespan_s"]
+    table["makespan_vs_fair"] = table["makespan_s"] / base.iloc[0] if len(base) and base.iloc[0] else None
+    table = table[COLUMNS]
+    table.to_csv(out_dir / "comparison.csv", index=False)
+    plot_comparison(table, jcts, out_dir)
+    return table
+
+
+def plot_comparison(table: pd.DataFrame, jcts: dict[str, pd.Series], out_dir: Path) -> None:
+    """makespan.png (bars), jct_cdf.png (one CDF per setup), ocs_share.png (bars)."""
+    done = table.dropna(subset=["makespan_s"])
+    for column, name, label in (("makespan_s", "makespan.png", "makespan (s)"),
+                                ("ocs_byte_share", "ocs_share.png", "share of uplink bytes on the OCS")):
+        fig = Figure(figsize=(5, 3.5))
+        ax = fig.subplots()
+        ax.bar(done["setup"], done[column].astype(float))
+        ax.set_ylabel(label)
+        fig.tight_layout()
+        fig.savefig(out_dir / name, dpi=120)
+    fig = Figure(figsize=(5, 3.5))
+    ax = fig.subplots()
+    for setup, jct in jcts.items():
+        values = jct.sort_values().to_numpy()
+        if len(values):
+            ax.step(values, [(i + 1) / len(values) for i in range(len(values))], where="post", label=setup)
+    ax.set_xlabel("job completion time (s)")
+    ax.set_ylabel("fraction of jobs")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out_dir / "jct_cdf.png", dpi=120)

@@ -1,0 +1,36 @@
+"""How comparison setups map onto scenarios, and the comparison plots."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from hybridbed.testbed.comparison import default_setups, plot_comparison, setup_scenario
+from hybridbed.testbed.scenario import load_scenario
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yaml"
+
+
+def test_f_eps_is_fair_on_the_eps_only_variant_at_the_ocs_rate():
+    scenario = load_scenario(QUICKSTART)
+    f_eps = setup_scenario(scenario, "f-eps")
+    assert f_eps.scheduler.policy == "fair"
+    assert f_eps.fabric.variant == "f-eps" and not f_eps.fabric.has_ocs
+    assert f_eps.fabric.eps_uplink_mbps == scenario.fabric.ocs_rate_mbps
+    fifo = setup_scenario(scenario, "fifo")
+    assert fifo.scheduler.policy == "fifo" and fifo.fabric == scenario.fabric
+    assert fifo.build_workload() == scenario.build_workload()  # same jobs for every setup
+
+
+def test_default_setups_are_the_papers_that_exist():
+    setups = default_setups()
+    assert setups[0] == "fair" and setups[-1] == "f-eps"
+    assert set(setups) <= {"fair", "corral", "jobpacker", "f-eps"}
+
+
+def test_plots_are_written(tmp_path):
+    table = pd.DataFrame([{"setup": "fair", "makespan_s": 10.0, "ocs_byte_share": 0.4},
+                          {"setup": "f-eps", "makespan_s": 8.0, "ocs_byte_share": 0.0}])
+    plot_comparison(table, {"fair": pd.Series([1.0, 3.0, 2.0]), "f-eps": pd.Series([1.0, 2.0])}, tmp_path)
+    for name in ("makespan.png", "jct_cdf.png", "ocs_share.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
