@@ -21,7 +21,7 @@ import pandas as pd
 
 from hybridbed.controller.client import DEFAULT_REST_PORT
 from hybridbed.scheduler.channel import SOCKET_NAME
-from hybridbed.testbed.network import HybridNetwork
+from hybridbed.testbed.network import HybridNetwork, NetworkStartError
 from hybridbed.testbed.path_accounting import annotate_flows, uplink_bytes
 from hybridbed.testbed.scenario import Scenario
 from hybridbed.workers.cgroups import CgroupLayout
@@ -61,7 +61,10 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
     out_dir.mkdir(parents=True, exist_ok=False)
     (out_dir / "scenario.json").write_text(scenario.model_dump_json(indent=2))
     net = HybridNetwork(scenario.fabric, scenario.scaled_ocs())
-    net.start()
+    try:
+        net.start()
+    except NetworkStartError as err:
+        raise RunFailed(str(err)) from err
     processes: list[subprocess.Popen] = []
     status = "failed"
     t0 = time.time()
