@@ -7,6 +7,8 @@ import math
 import os
 import signal
 import sys
+import time
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -125,9 +127,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _results_dir(given: str | None, name: str) -> Path:
+    """--out, or results/<name>-<time>; never a directory that exists (results are not overwritten)."""
+    out = Path(given) if given else Path("results") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if out.exists():
+        raise SpecError(f"--out: {out} already exists; give a new directory")
+    return out
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    import time
-    from pathlib import Path
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -142,9 +150,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (UnknownPolicy, ValueError) as err:
         raise SpecError(f"scheduler.policy: {err.args[0]}") from None
     jobs = scenario.build_workload()
-    out = Path(args.out) if args.out else Path("results") / f"{scenario.name}-{scenario.scheduler.policy}-{time.strftime('%Y%m%d-%H%M%S')}"
-    if out.exists():
-        raise SpecError(f"--out: {out} already exists; give a new directory")
+    out = _results_dir(args.out, f"{scenario.name}-{scenario.scheduler.policy}")
     _terminate_on_sigterm()
     console.print(f"[bold]{scenario.name}[/bold]: {len(jobs)} jobs under {scenario.scheduler.policy} on "
                   f"{scenario.fabric.racks} racks x {scenario.fabric.hosts_per_rack} hosts -> {out}")
@@ -165,9 +171,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    import time
-    from pathlib import Path
-
     from hybridbed.testbed.comparison import available_setups, compare, default_setups
     from hybridbed.testbed.scenario import load_scenario
 
@@ -176,9 +179,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     unknown = [s for s in setups if s not in available_setups()]
     if unknown:
         raise SpecError(f"--policies: unknown {', '.join(unknown)}; available: {', '.join(available_setups())}")
-    out = Path(args.out) if args.out else Path("results") / f"{scenario.name}-compare-{time.strftime('%Y%m%d-%H%M%S')}"
-    if out.exists():
-        raise SpecError(f"--out: {out} already exists; give a new directory")
+    out = _results_dir(args.out, f"{scenario.name}-compare")
     jobs = len(scenario.build_workload())
     _terminate_on_sigterm()
     console.print(f"[bold]{scenario.name}[/bold]: {jobs} jobs under {', '.join(setups)}, one after another -> {out}")

@@ -43,6 +43,13 @@ class ClusterState:
     jobs: dict[str, Job] = field(default_factory=dict)  # arrived and not finished
     pending: dict[str, PendingTasks] = field(default_factory=dict)  # per job in `jobs`
     now: float = 0.0
+    rack_of: dict[str, int] = field(init=False)  # hosts keep their rack for the whole run
+
+    def __post_init__(self) -> None:
+        self.rack_of = {name: host.rack for name, host in self.hosts.items()}
+
+    def alive(self) -> set[str]:
+        return {name for name, host in self.hosts.items() if host.alive}
 
     def hosts_by_rack(self) -> dict[int, list[str]]:
         """Live hosts per rack."""
@@ -51,9 +58,6 @@ class ClusterState:
             if host.alive:
                 racks[host.rack].append(host.name)
         return racks
-
-    def rack_of(self, host: str) -> int:
-        return self.hosts[host].rack
 
     def reduces_released(self, job: Job) -> bool:
         """Slowstart: a job's reducers may start once this fraction of its maps is done."""

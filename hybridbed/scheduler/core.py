@@ -42,13 +42,6 @@ class SchedulerCore:
         self.finished: list[Job] = []
         self._told: dict[str, dict[int, tuple[str, int]]] = {}  # reduce id -> map index -> (host, attempt)
 
-    @property
-    def rack_of(self) -> dict[str, int]:
-        return {name: h.rack for name, h in self.cluster.hosts.items()}
-
-    def _alive(self) -> set[str]:
-        return {name for name, h in self.cluster.hosts.items() if h.alive}
-
     # arrivals and launches ------------------------------------------------------------------------
     def submit(self, job: Job, now: float) -> None:
         """A job arrives: place its input (where the policy wants the first replicas) and queue its tasks."""
@@ -57,7 +50,7 @@ class SchedulerCore:
         place_job_input(job, self.cluster.hosts_by_rack(), self.rng, self.replicas, racks)
         self.cluster.jobs[job.job_id] = job
         pending = self.cluster.pending[job.job_id] = PendingTasks()
-        rack_of, alive = self.rack_of, self._alive()
+        rack_of, alive = self.cluster.rack_of, self.cluster.alive()
         for task in job.tasks:
             self.tasks[task.task_id] = task
             pending.add(task, rack_of, alive)
@@ -129,7 +122,7 @@ class SchedulerCore:
         for job in self.cluster.jobs.values():
             if any(r.state is not TaskState.DONE for r in job.reduces):
                 requeued += [m for m in job.maps if m.state is TaskState.DONE and m.host == name]
-        rack_of, alive = self.rack_of, self._alive()
+        rack_of, alive = self.cluster.rack_of, self.cluster.alive()
         for pending in self.cluster.pending.values():
             pending.forget_host(name, rack_of, alive)
         for task in requeued:
@@ -157,7 +150,7 @@ class SchedulerCore:
         task.attempt += 1
         if task.kind is StageKind.REDUCE:
             self._told.pop(task.task_id, None)
-        self.cluster.pending[task.job_id].add(task, self.rack_of, self._alive())
+        self.cluster.pending[task.job_id].add(task, self.cluster.rack_of, self.cluster.alive())
 
     # shuffle --------------------------------------------------------------------------------------
     def shuffle_notices(self) -> list[ShuffleNotice]:

@@ -236,9 +236,9 @@ class SchedulerServer:
         }
         if task.kind is StageKind.MAP:
             block = task.input_block
-            rack = self.cluster.rack_of(task.host)
+            rack = self.cluster.rack_of[task.host]
             sources = sorted((h for h in block.replicas if self.cluster.hosts[h].alive),
-                             key=lambda h: (self.cluster.rack_of(h) != rack, h))
+                             key=lambda h: (self.cluster.rack_of[h] != rack, h))
             message["input"] = {"path": f"blocks/{block.block_id}",
                                 "sources": [{"host": h, "ip": self.hosts[h]["ip"]} for h in sources]}
         else:
@@ -256,7 +256,7 @@ class SchedulerServer:
 
     # results --------------------------------------------------------------------------------------
     def _log_task(self, task: Task, message: dict, now: float) -> None:
-        rack_of = {n: h.rack for n, h in self.cluster.hosts.items()}
+        rack_of = self.cluster.rack_of
         replicas = task.input_block.replicas if task.input_block else ()
         self.tasks_log.write({
             "task_id": task.task_id, "job_id": task.job_id, "kind": task.kind.value, "attempt": task.attempt,
