@@ -83,7 +83,7 @@ def _cgroup_base() -> Path:
 
 
 class RunCgroup:
-    """The cgroup that holds all of a run's processes."""
+    """A cgroup directory, with the cgroups below it: a run's (all its processes) or one task's."""
 
     def __init__(self, path: Path):
         self.path = path

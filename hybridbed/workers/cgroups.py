@@ -7,12 +7,11 @@ creates one cgroup per task attempt under those roots and removes it when the ta
 from __future__ import annotations
 
 import os
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hybridbed.testbed.isolation import CGROUP_GROUP, CGROUP_ROOT
+from hybridbed.testbed.isolation import CGROUP_GROUP, CGROUP_ROOT, RunCgroup
 
 CFS_PERIOD_US = 100_000
 
@@ -84,24 +83,11 @@ class TaskCgroup:
             (path / "cgroup.procs").write_text(str(os.getpid()))
 
     def pids(self) -> list[int]:
-        pids: set[int] = set()
-        for path in self.paths:
-            try:
-                pids |= {int(p) for p in (path / "cgroup.procs").read_text().split()}
-            except FileNotFoundError:
-                pass
-        return sorted(pids)
+        return RunCgroup(self.paths[0]).pids()  # every hierarchy holds the same processes
 
-    def remove(self, timeout_s: float = 5.0) -> None:
+    def remove(self) -> None:
         """End whatever still runs in it, then remove the directories."""
-        deadline = time.monotonic() + timeout_s
-        while self.pids() and time.monotonic() < deadline:
-            for pid in self.pids():
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.02)
+        RunCgroup(self.paths[0]).kill_all(grace_s=0)
         for path in self.paths:
             for _ in range(50):  # the kernel releases a cgroup shortly after its last process is reaped
                 try:
