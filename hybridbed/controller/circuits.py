@@ -137,6 +137,21 @@ def max_weight_configuration(
     return assign_ports(pairs, ports_per_tor, current)
 
 
+def drain_time(matrix: list[list[float]], rate: float) -> float:
+    """Time for one-circuit-per-rack OCS to carry a rack-to-rack byte matrix, the JobPacker paper's §2.2
+    model: successive max-weight configurations, each held until the largest entry it serves is sent
+    (no reconfiguration delay, intra-rack entries need no circuit)."""
+    remaining = elephant_demand(matrix, 0.0)
+    total = 0.0
+    while remaining:
+        config = max_weight_configuration(remaining, ports_per_tor=1)
+        served = [(c.src_rack, c.dst_rack) for c in config]
+        total += max(remaining[pair] for pair in served) / rate
+        for pair in served:
+            del remaining[pair]
+    return total
+
+
 def assign_ports(pairs: list[tuple[int, int]], ports_per_tor: int, current: Configuration) -> Configuration:
     """Give each rack pair a circuit, keeping the ports of circuits that already serve the pair."""
     kept = {}

@@ -1,4 +1,5 @@
-"""What a policy sees: hosts with their free containers and resources, and the active jobs.
+"""What a policy sees: hosts with their free containers and resources, the active jobs, and the rates
+of the network they run on.
 
 The same state is kept by both backends (emulation and simulation); policies read it and never change it.
 """
@@ -9,6 +10,20 @@ from dataclasses import dataclass, field
 from hybridbed.scheduler.locality import Locality
 from hybridbed.scheduler.model import Job, Resources, Task
 from hybridbed.scheduler.pending import PendingTasks
+
+
+@dataclass(frozen=True)
+class NetworkView:
+    """The rates and OCS rules a planner may assume, in bytes/s and bytes at the run's scale."""
+    eps_uplink_Bps: float  # one ToR's uplink to the EPS core
+    ocs_Bps: float  # one OCS circuit; 0 when the network has no OCS
+    elephant_bytes: float  # rack-pair demand below this stays on the EPS
+    task_cap_Bps: float | None = None  # per-task network cap, if any
+    size_scale: float = 1.0  # workload bytes at the run's scale = full-scale bytes x size_scale
+
+    def __post_init__(self) -> None:
+        if self.eps_uplink_Bps <= 0 or self.ocs_Bps < 0 or self.elephant_bytes < 0:
+            raise ValueError(f"invalid network rates {self}")
 
 
 @dataclass
@@ -43,10 +58,22 @@ class ClusterState:
     jobs: dict[str, Job] = field(default_factory=dict)  # arrived and not finished
     pending: dict[str, PendingTasks] = field(default_factory=dict)  # per job in `jobs`
     now: float = 0.0
+    network: NetworkView | None = None  # planners that model the network need it
     rack_of: dict[str, int] = field(init=False)  # hosts keep their rack for the whole run
 
     def __post_init__(self) -> None:
         self.rack_of = {name: host.rack for name, host in self.hosts.items()}
+
+    def containers_per_rack(self) -> int:
+        """Containers of the fullest rack: the planners' uniform-rack view of the cluster."""
+        per_rack = [0] * self.racks
+        for host in self.hosts.values():
+            per_rack[host.rack] += host.slots
+        return max(per_rack)
+
+    def dead_racks(self) -> set[int]:
+        """Racks with no live host (a planner's guidance for them no longer holds)."""
+        return set(range(self.racks)) - {h.rack for h in self.hosts.values() if h.alive}
 
     def alive(self) -> set[str]:
         return {name for name, host in self.hosts.items() if host.alive}

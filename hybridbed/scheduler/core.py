@@ -150,9 +150,16 @@ class SchedulerCore:
         task.attempt += 1
         if task.kind is StageKind.REDUCE:
             self._told.pop(task.task_id, None)
+            task.fetched_maps.clear()
         self.cluster.pending[task.job_id].add(task, self.cluster.rack_of, self.cluster.alive())
 
     # shuffle --------------------------------------------------------------------------------------
+    def shuffle_fetched(self, reduce_id: str, attempt: int, map_index: int) -> None:
+        """A running reducer has one map's partition (what is left to fetch feeds OCS demand hints)."""
+        task = self.tasks[reduce_id]
+        if task.state is TaskState.RUNNING and task.attempt == attempt:
+            task.fetched_maps.add(map_index)
+
     def shuffle_notices(self) -> list[ShuffleNotice]:
         """Map outputs that running reducers have not been told about, for jobs whose shuffle is released."""
         notices = []

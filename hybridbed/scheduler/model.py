@@ -101,6 +101,7 @@ class Task:
     input_block: Block | None = None
     partition_bytes: list[int] = field(default_factory=list)  # map: bytes written per reducer
     fetch_bytes: int = 0  # reduce: bytes fetched from all maps together
+    fetched_maps: set[int] = field(default_factory=set)  # reduce: maps whose partition this attempt has
     output_bytes: int = 0
     state: TaskState = TaskState.PENDING
     host: str | None = None

@@ -51,7 +51,7 @@ class SchedulerServer:
         capacity = Resources(s.workers.cores_per_host, s.workers.memory_mb_per_host)
         self.cluster = ClusterState(s.fabric.racks, {
             name: HostState(name, h["rack"], s.workers.slots_per_host, capacity) for name, h in self.hosts.items()
-        }, slowstart)
+        }, slowstart, network=s.network_view())
         self.core = SchedulerCore(self.policy, self.cluster, random.Random(s.seed), s.scheduler.replicas)
         self.specs = s.build_workload()
         self.events: "queue.Queue[tuple[str, dict | None]]" = queue.Queue()
@@ -175,6 +175,8 @@ class SchedulerServer:
                             host, message["exit_code"], message["error"].strip()[-500:])
         elif kind == "fetch":
             self._log_flow(message)
+            if message["kind"] == "shuffle":
+                self.core.shuffle_fetched(message["task_id"], message["attempt"], message["map_index"])
         elif kind == "heartbeat" and self.t0:
             self.usage_log.write({"time_s": round(message["time"] - self.t0, 3), "host": host,
                                   "running_tasks": message["running"], "cpu_percent": round(message["cpu_percent"], 1),

@@ -13,6 +13,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from hybridbed.scheduler.cluster import NetworkView
 from hybridbed.scheduler.model import JobSpec, Resources
 from hybridbed.scheduler.swim import read_swim
 from hybridbed.scheduler.synthetic import facebook_like
@@ -110,6 +111,13 @@ class Scenario(_Strict):
     def scaled_ocs(self) -> OcsSpec:
         """The controller's settings with the elephant threshold at the emulated scale."""
         return self.ocs.model_copy(update={"elephant_threshold_bytes": self.ocs.elephant_threshold_bytes * self.scale})
+
+    def network_view(self) -> NetworkView:
+        """The rates a planning policy assumes: the fabric's configured rates and the scaled threshold."""
+        f, to_bytes = self.fabric, 1e6 / 8
+        cap = self.workers.task_rate_cap_mbps
+        return NetworkView(f.eps_uplink_mbps * to_bytes, f.ocs_rate_mbps * to_bytes if f.has_ocs else 0.0,
+                           self.scaled_ocs().elephant_threshold_bytes, cap * to_bytes if cap else None, self.scale)
 
     def container(self) -> Resources:
         return Resources(self.workers.container.cores, self.workers.container.memory_mb)

@@ -11,6 +11,8 @@ same reason).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.locality import Locality
 from hybridbed.scheduler.model import Job, Task
@@ -29,7 +31,11 @@ class FairPolicy(Policy):
         self._waiting_since: dict[str, float] = {}
 
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
-        for job in sorted(cluster.jobs.values(), key=lambda j: (j.n_running, j.spec.arrival_s, j.job_id)):
+        return self.pick(host, cluster, cluster.jobs.values())
+
+    def pick(self, host: HostState, cluster: ClusterState, jobs: Iterable[Job]) -> Task | None:
+        """Fair's choice among the given jobs (planning policies hand it the jobs their plan leaves out)."""
+        for job in sorted(jobs, key=lambda j: (j.n_running, j.spec.arrival_s, j.job_id)):
             task = self._map_after_delay(job, host, cluster) or cluster.released_reduce(job)
             if task is not None:
                 return task

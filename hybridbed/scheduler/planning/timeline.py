@@ -1,0 +1,142 @@
+"""Offline list scheduling over container free times, the T_ik of JobPacker §4.3.2, and the plan it builds.
+
+A planner walks its ordered job list; each stage of a job books containers on chosen racks: the
+stage's tasks are split evenly over the racks, and on each rack every task takes the container that
+frees up first (so more tasks than containers run in waves). The timeline is a racks x containers
+array of free times; a candidate placement is tried on a copy and committed only if chosen.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hybridbed.scheduler.model import StageKind, split_evenly
+
+
+@dataclass(frozen=True)
+class StagePlacement:
+    racks: tuple[int, ...]
+    start_s: float
+    end_s: float
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    job_id: str
+    maps: StagePlacement
+    reduces: StagePlacement | None  # None for a map-only job
+    uses_ocs: bool = False
+
+    @property
+    def end_s(self) -> float:
+        return (self.reduces or self.maps).end_s
+
+
+@dataclass(frozen=True)
+class Booking:
+    """One planned task: container `container` of `rack` runs a `kind` task of `job_id` from start to end."""
+    job_id: str
+    kind: StageKind
+    rack: int
+    container: int
+    start_s: float
+    end_s: float
+
+
+@dataclass
+class Plan:
+    """The offline schedule: where each planned job runs, and each rack's sequence of (job, stage)."""
+    jobs: dict[str, JobPlan] = field(default_factory=dict)
+    sequences: dict[int, list[tuple[str, StageKind]]] = field(default_factory=dict)
+    bookings: list[Booking] = field(default_factory=list)
+
+    @property
+    def makespan_s(self) -> float:
+        return max((p.end_s for p in self.jobs.values()), default=0.0)
+
+    def mean_completion_s(self, arrivals: dict[str, float]) -> float:
+        return float(np.mean([p.end_s - arrivals[j] for j, p in self.jobs.items()])) if self.jobs else 0.0
+
+    def add(self, plan: JobPlan) -> None:
+        self.jobs[plan.job_id] = plan
+
+    def finish(self, timeline: "Timeline") -> None:
+        """Keep the timeline's bookings and derive each rack's sequence: its stages by first planned start."""
+        self.bookings = timeline.bookings
+        first: dict[tuple[int, str, StageKind], float] = {}
+        for b in self.bookings:
+            key = (b.rack, b.job_id, b.kind)
+            first[key] = min(first.get(key, b.start_s), b.start_s)
+        self.sequences = {r: [] for r in range(timeline.racks)}
+        for (rack, job_id, kind), _ in sorted(first.items(), key=lambda e: (e[1], e[0][1], e[0][2].value)):
+            self.sequences[rack].append((job_id, kind))
+
+
+class Timeline:
+    """Container free times T[rack, container], and every booking made (for checks and plots)."""
+
+    def __init__(self, racks: int, containers_per_rack: int):
+        self.free = np.zeros((racks, containers_per_rack))
+        self.bookings: list[Booking] = []
+
+    @property
+    def racks(self) -> int:
+        return self.free.shape[0]
+
+    @property
+    def containers_per_rack(self) -> int:
+        return self.free.shape[1]
+
+    def scratch_copy(self) -> "Timeline":
+        """The same free times and no bookings: for trying a placement before committing it."""
+        other = Timeline.__new__(Timeline)
+        other.free, other.bookings = self.free.copy(), []
+        return other
+
+    def ready_s(self, per_rack: int, not_before: float) -> np.ndarray:
+        """For every rack, when `per_rack` of its containers are free (all of them if it has fewer)."""
+        k = min(per_rack, self.containers_per_rack) - 1
+        return np.maximum(np.partition(self.free, k, axis=1)[:, k], not_before)
+
+    def earliest_racks(self, count: int, per_rack: int, not_before: float) -> tuple[int, ...]:
+        """The `count` racks that can start `per_rack` tasks soonest; ties go to the less booked rack."""
+        ready = self.ready_s(per_rack, not_before)
+        order = np.lexsort((np.arange(self.racks), self.free.sum(axis=1), ready))
+        return tuple(sorted(int(r) for r in order[:count]))
+
+    def book(self, job_id: str, kind: StageKind, racks: tuple[int, ...], tasks: int, duration_s: float,
+             not_before: float) -> StagePlacement:
+        """Spread `tasks` evenly over `racks`, each task on the rack's container that frees first;
+        returns the stage's racks, start (first task) and end (last task)."""
+        return self._book(job_id, kind, dict(zip(racks, split_evenly(tasks, len(racks)))), duration_s, not_before)
+
+    def book_anywhere(self, job_id: str, kind: StageKind, tasks: int, duration_s: float, not_before: float) -> StagePlacement:
+        """The `tasks` containers that free first anywhere in the cluster (all of them, in waves, when
+        there are more tasks than containers)."""
+        if tasks >= self.free.size:
+            return self.book(job_id, kind, tuple(range(self.racks)), tasks, duration_s, not_before)
+        ready = np.maximum(self.free, not_before).ravel()
+        chosen = np.argsort(ready, kind="stable")[:tasks] // self.containers_per_rack
+        counts = np.bincount(chosen, minlength=self.racks)
+        return self._book(job_id, kind, {int(r): int(c) for r, c in enumerate(counts) if c}, duration_s, not_before)
+
+    def _book(self, job_id: str, kind: StageKind, counts: dict[int, int], duration_s: float, not_before: float) -> StagePlacement:
+        start, end = math.inf, not_before
+        for rack, count in counts.items():
+            if count == 0:
+                continue
+            row = self.free[rack]
+            # only the `count` containers that free first can ever be the earliest one
+            heap = [(max(float(row[k]), not_before), int(k)) for k in np.argsort(row, kind="stable")[:count]]
+            heapq.heapify(heap)
+            for _ in range(count):
+                begin, k = heap[0]
+                self.bookings.append(Booking(job_id, kind, rack, k, begin, begin + duration_s))
+                start, end = min(start, begin), max(end, begin + duration_s)
+                row[k] = begin + duration_s
+                heapq.heapreplace(heap, (row[k], k))
+        racks = tuple(sorted(r for r, c in counts.items() if c))
+        return StagePlacement(racks, start if start < math.inf else not_before, end)

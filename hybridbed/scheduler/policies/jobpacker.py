@@ -1,0 +1,90 @@
+"""JobPacker (§4): the offline plan of `planning.jobpacker`, run with shuffle aggregation and OCS hints.
+
+- Shuffle aggregation (§4.2): a job's reducers are told about map outputs only once the reducers
+  running together will fetch at least the elephant threshold (or every reducer of the job is
+  running, for jobs that never reach it), so the shuffle moves in bulk over few rack pairs.
+- OCS demand hints: every hint interval, the bytes that running reducers of released jobs still have
+  to fetch from finished or running maps on other racks, summed per rack pair. The controller
+  matches on them (with measured demand, per the scenario's `ocs.demand_source`).
+- Ad-hoc jobs (§4.4) get containers the plan leaves free, in Fair's order, with the sparsity rule: a
+  rack already running a task of a shuffle-heavy job takes a non-shuffle-heavy ad-hoc job; otherwise
+  a shuffle-heavy ad-hoc job goes first. An ad-hoc job counts as shuffle-heavy when its input exceeds
+  `adhoc_heavy_input_gb` (full-scale GB; the paper's 1 GB, from SWIM FB-2009/2010).
+"""
+from __future__ import annotations
+
+import random
+
+from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.model import Job, Task, TaskState
+from hybridbed.scheduler.planning.jobpacker import JobPackerPlanner, is_shuffle_heavy
+from hybridbed.scheduler.planning.latency import JobProfile, LatencyModel
+from hybridbed.scheduler.planning.timeline import Plan
+from hybridbed.scheduler.policies.planned import PlannedPolicy
+
+
+class JobPackerPolicy(PlannedPolicy):
+    name = "jobpacker"
+    summary = "JobPacker: rack-pair aggregation of shuffle-heavy recurring jobs onto the OCS, planned offline"
+    default_slowstart = 0.7
+
+    def __init__(self, sub_batches: int = 5, overprovision: float = 0.0, adhoc_heavy_input_gb: float = 1.0,
+                 seed: int = 0):
+        if adhoc_heavy_input_gb < 0:
+            raise ValueError(f"adhoc_heavy_input_gb must not be negative, got {adhoc_heavy_input_gb}")
+        JobPackerPlanner.check(sub_batches, overprovision)
+        super().__init__()
+        self.planner_args = (sub_batches, overprovision)
+        self.adhoc_heavy_input_gb = adhoc_heavy_input_gb
+        self.seed = seed
+        self.heavy: set[str] = set()  # shuffle-heavy planned jobs
+        self._released: set[str] = set()
+
+    def build_plan(self, jobs: list[JobProfile], model: LatencyModel) -> Plan:
+        planner = JobPackerPlanner(model, *self.planner_args, rng=random.Random(self.seed))
+        self.heavy = {j.job_id for j in jobs if is_shuffle_heavy(j, model)}
+        return planner.plan(jobs)
+
+    # shuffle aggregation --------------------------------------------------------------------------
+    def release_shuffle(self, job: Job, cluster: ClusterState) -> bool:
+        if job.job_id in self._released:
+            return True
+        running = [r for r in job.reduces if r.state is TaskState.RUNNING]
+        aggregated = sum(r.fetch_bytes for r in running)
+        threshold = cluster.network.elephant_bytes if cluster.network else 0.0
+        if aggregated >= threshold or len(running) == len(job.reduces):
+            self._released.add(job.job_id)
+            return True
+        return False
+
+    def ocs_demand(self, cluster: ClusterState) -> list[list[float]] | None:
+        matrix = [[0.0] * cluster.racks for _ in range(cluster.racks)]
+        rack_of = cluster.rack_of
+        for job_id in self._released & cluster.jobs.keys():
+            job = cluster.jobs[job_id]
+            sources = [m for m in job.maps if m.host is not None]
+            for reduce in job.reduces:
+                if reduce.state is not TaskState.RUNNING:
+                    continue
+                dst = rack_of[reduce.host]
+                for m in sources:
+                    if m.index not in reduce.fetched_maps and rack_of[m.host] != dst:
+                        matrix[rack_of[m.host]][dst] += m.partition_bytes[reduce.index]
+        return matrix
+
+    # ad-hoc jobs ----------------------------------------------------------------------------------
+    def adhoc_task(self, host: HostState, cluster: ClusterState, jobs: list[Job]) -> Task | None:
+        heavy_input = self.adhoc_heavy_input_gb * 1e9 * (cluster.network.size_scale if cluster.network else 1.0)
+        heavy = [j for j in jobs if self._shuffle_heavy(j, heavy_input)]
+        light = [j for j in jobs if not self._shuffle_heavy(j, heavy_input)]
+        rack_hosts = (h for h in cluster.hosts.values() if h.rack == host.rack)
+        busy_with_heavy = any(self._shuffle_heavy(cluster.jobs[t.job_id], heavy_input)
+                              for h in rack_hosts for t in h.running.values() if t.job_id in cluster.jobs)
+        if busy_with_heavy:
+            return self.fair.pick(host, cluster, light)
+        return self.fair.pick(host, cluster, heavy) or self.fair.pick(host, cluster, light)
+
+    def _shuffle_heavy(self, job: Job, heavy_input_bytes: float) -> bool:
+        if job.job_id in self.offline.jobs:
+            return job.job_id in self.heavy
+        return job.spec.input_bytes > heavy_input_bytes

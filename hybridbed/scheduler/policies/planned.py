@@ -1,0 +1,96 @@
+"""Running an offline plan: what Corral and JobPacker share at run time.
+
+The plan gives each recurring job its map racks and reduce racks, and each rack a sequence of
+(job, stage) entries in planned order. Then:
+- the first replica of a planned job's input goes to one of its map racks;
+- when a container frees on a rack, the first entry of the rack's sequence with a runnable task
+  gets it (entries whose job has not arrived, or whose reduces slowstart has not released, are
+  passed over). A planned job's tasks run only on its planned racks, and each reduce rack takes
+  at most its even share of the job's reducers, so the shuffle keeps the planned rack-pair shape;
+- only when the rack's sequence has nothing runnable do unplanned (ad-hoc) jobs get the container,
+  chosen by the subclass (Fair by default);
+- a job planned on a rack that has lost all its hosts is run like an ad-hoc job.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.model import Job, JobSpec, StageKind, Task
+from hybridbed.scheduler.planning.latency import JobProfile, LatencyModel
+from hybridbed.scheduler.planning.timeline import JobPlan, Plan
+from hybridbed.scheduler.policies.fair import FairPolicy
+from hybridbed.scheduler.policy import Policy
+
+
+class PlannedPolicy(Policy):
+    ocs_aware: bool = True  # whether the planner's latency model knows the OCS
+
+    def __init__(self) -> None:
+        self.fair = FairPolicy()
+        self.offline = Plan()
+        self._seen: set[str] = set()
+        self._finished: set[str] = set()
+
+    # planning -------------------------------------------------------------------------------------
+    def plan(self, jobs: list[JobSpec], cluster: ClusterState) -> None:
+        recurring = [JobProfile.of(s) for s in jobs if s.recurring]
+        if not recurring:
+            return
+        if cluster.network is None:
+            raise ValueError(f"policy {self.name} plans with the network's rates, but the backend gave none")
+        model = LatencyModel(cluster.racks, cluster.containers_per_rack(), cluster.network, self.ocs_aware)
+        self.offline = self.build_plan(recurring, model)
+
+    def build_plan(self, jobs: list[JobProfile], model: LatencyModel) -> Plan:
+        raise NotImplementedError
+
+    def input_racks(self, job: Job, cluster: ClusterState) -> list[int] | None:
+        planned = self.offline.jobs.get(job.job_id)
+        return list(planned.maps.racks) if planned else None
+
+    # run time -------------------------------------------------------------------------------------
+    def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
+        dead = cluster.dead_racks()
+        for job_id, kind in self._sequence(host.rack, cluster):
+            job = cluster.jobs.get(job_id)
+            if job is None or not self._follows_plan(job_id, dead):
+                continue
+            task = cluster.best_map(job, host)[0] if kind is StageKind.MAP else self._reduce_for(job, host, cluster)
+            if task is not None:
+                return task
+        adhoc = [j for j in cluster.jobs.values() if not self._follows_plan(j.job_id, dead)]
+        return self.adhoc_task(host, cluster, adhoc) if adhoc else None
+
+    def adhoc_task(self, host: HostState, cluster: ClusterState, jobs: list[Job]) -> Task | None:
+        return self.fair.pick(host, cluster, jobs)
+
+    def planned(self, job_id: str) -> JobPlan | None:
+        return self.offline.jobs.get(job_id)
+
+    def _follows_plan(self, job_id: str, dead_racks: set[int]) -> bool:
+        planned = self.offline.jobs.get(job_id)
+        if planned is None:
+            return False
+        racks = planned.maps.racks + (planned.reduces.racks if planned.reduces else ())
+        return not dead_racks.intersection(racks)
+
+    def _sequence(self, rack: int, cluster: ClusterState) -> Iterable[tuple[str, StageKind]]:
+        """The rack's sequence without the entries of finished jobs (dropped as they are found)."""
+        sequence = self.offline.sequences.get(rack, [])
+        for job_id, _ in sequence:
+            if job_id in cluster.jobs:
+                self._seen.add(job_id)
+            elif job_id in self._seen:
+                self._finished.add(job_id)
+        if any(job_id in self._finished for job_id, _ in sequence):
+            sequence = self.offline.sequences[rack] = [e for e in sequence if e[0] not in self._finished]
+        return sequence
+
+    def _reduce_for(self, job: Job, host: HostState, cluster: ClusterState) -> Task | None:
+        """A released reduce, if this rack has not yet taken its even share of the job's reducers."""
+        planned = self.offline.jobs[job.job_id]
+        share = math.ceil(len(job.reduces) / len(planned.reduces.racks))
+        on_rack = sum(1 for r in job.reduces if r.host is not None and cluster.rack_of[r.host] == host.rack)
+        return cluster.released_reduce(job) if on_rack < share else None

@@ -1,0 +1,286 @@
+"""Offline planning without a network: the OCS transfer model, the latency response function, the Corral
+and JobPacker planners, and their run-time policies driven by the scheduler core."""
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+
+import pytest
+
+from hybridbed.controller.circuits import drain_time
+from hybridbed.scheduler.cluster import ClusterState, HostState, NetworkView
+from hybridbed.scheduler.core import SchedulerCore
+from hybridbed.scheduler.model import JobSpec, Predicted, Resources, StageKind, build_job
+from hybridbed.scheduler.planning.corral import plan_corral
+from hybridbed.scheduler.planning.jobpacker import JobPackerPlanner, green_zone, sub_batches
+from hybridbed.scheduler.planning.latency import JobProfile, LatencyModel
+from hybridbed.scheduler.policies.corral import CorralPolicy
+from hybridbed.scheduler.policies.jobpacker import JobPackerPolicy
+
+GB = 1e9
+CONTAINER = Resources(1, 256)
+
+
+def shuffle_matrix(maps_per_rack: list[int], shuffle: float) -> list[list[float]]:
+    """Fig. 2: equal output per map, one reducer per rack consuming an equal share."""
+    per_map = shuffle / sum(maps_per_rack)
+    racks = len(maps_per_rack)
+    return [[m * per_map / racks for _ in range(racks)] for m in maps_per_rack]
+
+
+def test_fig2_skewed_placement_takes_60_and_balanced_18_75():
+    assert drain_time(shuffle_matrix([16, 2, 1, 1], 100), rate=1.0) == pytest.approx(60)
+    assert drain_time(shuffle_matrix([5, 5, 5, 5], 100), rate=1.0) == pytest.approx(18.75)
+
+
+def profile(job_id="j", maps=20, reduces=4, shuffle=100.0, map_s=1.0, reduce_s=1.0, arrival=0.0) -> JobProfile:
+    return JobProfile(job_id, arrival, maps, reduces, shuffle, shuffle, map_s, reduce_s)
+
+
+def test_lrf_shuffle_term_is_the_circuit_transfer_time_of_a_balanced_job():
+    model = LatencyModel(4, 100, NetworkView(eps_uplink_Bps=0.1, ocs_Bps=1.0, elephant_bytes=1.0))
+    job = profile()
+    assert model.uses_ocs(job, 4, 4)
+    assert model.shuffle_latency(job, 4, 4) == pytest.approx(drain_time(shuffle_matrix([5, 5, 5, 5], 100), 1.0))
+    # the paper's D = D_s / (r_map r_red) (r_red - 1) whenever the two widths agree
+    for r in range(1, 5):
+        assert model.busiest_port_bytes(job, r, r) == pytest.approx(100 / (r * r) * (r - 1))
+    # one reduce rack takes in what five map racks send through its single port
+    assert model.busiest_port_bytes(job, 6, 1) == pytest.approx(100 / 6 * 5)
+
+
+def fig5_model() -> tuple[LatencyModel, JobProfile]:
+    """The paper's Fig. 5 job: 15 racks x 600 containers, 3472 maps, 169 reduces, at its simulation rates."""
+    network = NetworkView(eps_uplink_Bps=30e9 / 8, ocs_Bps=100e9 / 8, elephant_bytes=1.125 * GB)
+    return LatencyModel(15, 600, network), profile("fig5", 3472, 169, 90 * GB, map_s=70.0, reduce_s=60.0)
+
+
+def test_fig5_latency_falls_with_every_map_wave_saved_until_one_wave():
+    model, job = fig5_model()
+    assert [model.waves(job.n_maps, r) for r in range(1, 8)] == [6, 3, 2, 2, 2, 1, 1]
+    for r_red in range(1, 16):
+        row = {r_map: model.latency(job, r_map, r_red) for r_map in range(1, 16)}
+        assert row[1] > row[2] > max(row[3], row[4], row[5])  # 6, 3, then 2 waves
+        assert min(row[3], row[4], row[5]) > max(row[r] for r in range(6, 16))  # one wave from 6 racks on
+
+
+def test_fig5_green_zone_is_single_wave_and_on_the_ocs_and_beats_the_eps_zone():
+    model, job = fig5_model()
+    zone = set(green_zone(job, model))
+    expected = {(m, r) for m in range(6, 16) for r in range(1, 16) if 90 * GB / (m * r) > 1.125 * GB}
+    assert zone == expected
+    for r_map in range(6, 16):
+        eps_zone = [model.latency(job, r_map, r) for r in range(1, 16) if (r_map, r) not in zone]
+        best_green = min(model.latency(job, r_map, r) for r in range(1, 16) if (r_map, r) in zone)
+        assert eps_zone and best_green < min(eps_zone)
+
+
+def recurring_specs(count: int, seed: int, arrival_window: float = 0.0) -> list[JobSpec]:
+    rng = random.Random(seed)
+    specs = []
+    for i in range(count):
+        maps, reduces = rng.randint(1, 14), rng.randint(1, 6)
+        shuffle = int(rng.choice([0.2, 1, 8, 30]) * 1e6)
+        arrival = round(rng.uniform(0, arrival_window), 1)
+        specs.append(JobSpec(f"j{i}", arrival, maps * 1_000_000, shuffle, 1000, maps, reduces,
+                             rng.uniform(1, 4), rng.uniform(1, 4), recurring=True,
+                             predicted=Predicted(arrival, maps * 1_000_000, shuffle, 1000)))
+    return specs
+
+
+def network() -> NetworkView:
+    return NetworkView(eps_uplink_Bps=250_000, ocs_Bps=2_500_000, elephant_bytes=2_000_000)
+
+
+def assert_valid_plan(plan, specs, racks):
+    # every task of every recurring job is planned, once
+    counts = defaultdict(int)
+    for b in plan.bookings:
+        counts[(b.job_id, b.kind)] += 1
+    for s in specs:
+        assert counts[(s.job_id, StageKind.MAP)] == s.n_maps
+        assert counts[(s.job_id, StageKind.REDUCE)] == s.n_reduces
+    # no container is double-booked
+    by_container = defaultdict(list)
+    for b in plan.bookings:
+        by_container[(b.rack, b.container)].append((b.start_s, b.end_s))
+    for intervals in by_container.values():
+        intervals.sort()
+        assert all(a_end <= b_start + 1e-9 for (_, a_end), (b_start, _) in zip(intervals, intervals[1:]))
+    # reduces start after the maps, nothing before its job arrives, bookings stay on the planned racks
+    arrivals = {s.job_id: s.arrival_s for s in specs}
+    for b in plan.bookings:
+        job = plan.jobs[b.job_id]
+        stage = job.maps if b.kind is StageKind.MAP else job.reduces
+        assert b.rack in stage.racks and b.start_s >= arrivals[b.job_id] - 1e-9
+        if b.kind is StageKind.REDUCE:
+            assert b.start_s >= job.maps.end_s - 1e-9
+    assert sorted(j for seq in plan.sequences.values() for j, _ in seq) == sorted(
+        (j for j, p in plan.jobs.items() for stage in (p.maps, p.reduces) if stage for _ in stage.racks))
+    assert set(plan.sequences) == set(range(racks))
+
+
+@pytest.mark.parametrize("window", [0.0, 30.0])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_jobpacker_plan_books_every_task_once_without_overlap(seed, window):
+    specs = recurring_specs(25, seed, window)
+    model = LatencyModel(5, 4, network())
+    plan = JobPackerPlanner(model, sub_batch_count=5).plan([JobProfile.of(s) for s in specs])
+    assert_valid_plan(plan, specs, 5)
+
+
+@pytest.mark.parametrize("window", [0.0, 30.0])
+def test_corral_plan_books_every_task_once_on_shared_racks(window):
+    specs = recurring_specs(25, 3, window)
+    model = LatencyModel(5, 4, network(), ocs_aware=False)
+    plan = plan_corral([JobProfile.of(s) for s in specs], model)
+    assert_valid_plan(plan, specs, 5)
+    assert all(set(p.reduces.racks) <= set(p.maps.racks) for p in plan.jobs.values())
+
+
+def test_corral_widens_a_job_until_its_maps_run_in_one_wave_unless_the_shuffle_costs_more():
+    model = LatencyModel(5, 4, network(), ocs_aware=False)
+    light = profile("light", maps=16, reduces=4, shuffle=0, map_s=10, reduce_s=1)
+    plan = plan_corral([light], model)
+    assert len(plan.jobs["light"].maps.racks) == 4 and plan.makespan_s == pytest.approx(10 + 1)
+    heavy = profile("heavy", maps=16, reduces=4, shuffle=50e6, map_s=10, reduce_s=1)  # 200 s per rack on the EPS
+    assert len(plan_corral([heavy], model).jobs["heavy"].maps.racks) == 1
+
+
+def test_sub_batches_split_every_demand_evenly():
+    jobs = [profile(f"j{i}", maps=m, reduces=r, shuffle=s)
+            for i, (m, r, s) in enumerate([(40, 10, 90), (35, 9, 80), (30, 8, 70), (5, 1, 5), (4, 1, 4), (6, 2, 6),
+                                           (20, 5, 40), (22, 5, 45), (3, 1, 2), (2, 1, 1)])]
+    batches = sub_batches(jobs, 3)
+    assert sorted(j.job_id for b in batches for j in b) == sorted(j.job_id for j in jobs)
+    totals = [sum(j.n_maps for j in b) for b in batches]
+    assert max(totals) - min(totals) <= 25  # a widest-first split would put the three big jobs together
+    assert all(len([j for j in b if j.n_maps >= 30]) == 1 for b in batches)
+
+
+def test_sub_batch_score_is_the_dot_product_of_demand_and_remaining_capacity():
+    # footnote 1: (0.1, 0.2, 0.3) . (0.2, 0.3, 0.5) = 0.23; the job with the larger product goes first
+    jobs = [profile("small", maps=1, reduces=1, shuffle=1), profile("big", maps=3, reduces=3, shuffle=3)]
+    assert [j.job_id for j in sub_batches(jobs, 1)[0]] == ["big", "small"]
+
+
+def cluster(racks=4, hosts=2, slots=2, slowstart=1.0) -> ClusterState:
+    return ClusterState(racks, {
+        f"r{r}h{h}": HostState(f"r{r}h{h}", r, slots, Resources(slots, slots * 256))
+        for r in range(racks) for h in range(hosts)
+    }, slowstart, network=network())
+
+
+def run_to_completion(policy, specs, state: ClusterState) -> dict:
+    """Drive the scheduler core: every running task finishes one second after it starts."""
+    core = SchedulerCore(policy, state, random.Random(1))
+    policy.plan(specs, state)
+    jobs = {}
+    pending = sorted(specs, key=lambda s: s.arrival_s)
+    now = 0.0
+    while len(core.finished) < len(specs):
+        while pending and pending[0].arrival_s <= now:
+            s = pending.pop(0)
+            jobs[s.job_id] = build_job(s, CONTAINER, CONTAINER)
+            core.submit(jobs[s.job_id], now)
+        core.schedule(now)
+        core.shuffle_notices()
+        now += 1.0
+        for host in state.hosts.values():
+            for task in list(host.running.values()):
+                core.task_finished(task.task_id, task.attempt, now)
+        assert now < 10_000
+    return jobs
+
+
+@pytest.mark.parametrize("policy_class", [JobPackerPolicy, CorralPolicy])
+def test_planned_jobs_run_and_keep_their_data_on_their_racks(policy_class):
+    specs = recurring_specs(10, 5)
+    state = cluster()
+    policy = policy_class()
+    jobs = run_to_completion(policy, specs, state)
+    for job_id, job in jobs.items():
+        planned = policy.offline.jobs[job_id]
+        for m in job.maps:
+            assert state.rack_of[m.host] in planned.maps.racks
+            assert any(state.rack_of[h] in planned.maps.racks for h in m.input_block.replicas)
+        for r in job.reduces:
+            assert state.rack_of[r.host] in planned.reduces.racks
+        per_rack = defaultdict(int)
+        for r in job.reduces:
+            per_rack[state.rack_of[r.host]] += 1
+        assert max(per_rack.values()) <= -(-len(job.reduces) // len(planned.reduces.racks))
+
+
+def test_jobpacker_holds_the_shuffle_until_running_reducers_reach_the_threshold():
+    state = cluster(racks=2, hosts=2, slots=2, slowstart=0.0)
+    policy = JobPackerPolicy()
+    spec = JobSpec("big", 0, 4_000_000, 4_000_000, 0, 4, 4, 1, 1, recurring=True)  # 1 MB per reducer
+    core = SchedulerCore(policy, state, random.Random(1))
+    policy.plan([spec], state)
+    job = build_job(spec, CONTAINER, CONTAINER)
+    core.submit(job, 0.0)
+    for m in job.maps:  # every map done, no reducer running yet
+        host = next(h for h in state.hosts.values() if h.free_slots)
+        core._start(m, host, 0.0)
+        core.task_finished(m.task_id, m.attempt, 1.0)
+    reducers = job.reduces
+    for count, released in ((1, False), (2, True)):  # 2 running reducers fetch 2 MB = the threshold
+        host = next(h for h in state.hosts.values() if h.free_slots)
+        core._start(reducers[count - 1], host, 1.0)
+        assert bool(core.shuffle_notices()) is released
+    hinted = policy.ocs_demand(state)
+    cross = sum(m.partition_bytes[r.index] for r in reducers[:2] for m in job.maps
+                if state.rack_of[m.host] != state.rack_of[r.host])
+    assert sum(map(sum, hinted)) == cross
+    core.shuffle_fetched(reducers[0].task_id, 0, job.maps[0].index)
+    assert sum(map(sum, policy.ocs_demand(state))) == cross - (
+        job.maps[0].partition_bytes[0] if state.rack_of[job.maps[0].host] != state.rack_of[reducers[0].host] else 0)
+
+
+def test_jobpacker_sparsity_rule_keeps_shuffle_heavy_ad_hoc_jobs_apart():
+    state = cluster(racks=2, hosts=1, slots=3)
+    policy = JobPackerPolicy(adhoc_heavy_input_gb=0.001)  # 1 MB input counts as shuffle-heavy
+    heavy = [JobSpec(f"h{i}", 0, 2_000_000, 2_000_000, 0, 4, 1, 1, 1) for i in range(2)]
+    light = JobSpec("l", 0, 100_000, 1000, 0, 4, 1, 1, 1)
+    core = SchedulerCore(policy, state, random.Random(1))
+    policy.plan(heavy + [light], state)
+    for s in heavy + [light]:
+        core.submit(build_job(s, CONTAINER, CONTAINER), 0.0)
+    for host in state.hosts.values():
+        first = policy.next_task(host, state)
+        assert first.job_id.startswith("h")  # an idle rack takes a shuffle-heavy job first
+        core._start(first, host, 0.0)
+        second = policy.next_task(host, state)
+        assert second.job_id == "l"  # then only light work beside it
+
+
+def test_a_job_planned_on_a_dead_rack_falls_back_to_fair():
+    state = cluster(racks=3, hosts=1, slots=2)
+    policy = JobPackerPolicy()
+    specs = recurring_specs(4, 7)
+    policy.plan(specs, state)
+    core = SchedulerCore(policy, state, random.Random(1))
+    for s in specs:
+        core.submit(build_job(s, CONTAINER, CONTAINER), 0.0)
+    dead = policy.offline.jobs["j0"].maps.racks[0]
+    for name, host in state.hosts.items():
+        if host.rack == dead:
+            core.host_lost(name, 0.0)
+    launched = {launch.task.job_id: launch.host for launch in core.schedule(0.0)}
+    assert "j0" in launched and state.rack_of[launched["j0"]] != dead
+
+
+def test_policy_parameters_are_checked():
+    with pytest.raises(ValueError, match="sub_batches"):
+        JobPackerPolicy(sub_batches=0)
+    with pytest.raises(ValueError, match="overprovision"):
+        JobPackerPolicy(overprovision=-1)
+    with pytest.raises(ValueError, match="patience"):
+        CorralPolicy(patience=0)
+
+
+def test_planning_without_network_rates_is_refused():
+    state = ClusterState(2, {"h": HostState("h", 0, 2, Resources(2, 512))}, 1.0)
+    with pytest.raises(ValueError, match="network"):
+        JobPackerPolicy().plan(recurring_specs(2, 1), state)
