@@ -139,16 +139,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from hybridbed.scheduler.policy import UnknownPolicy, make_policy
     from hybridbed.testbed.experiment import RunFailed, run_scenario
     from hybridbed.testbed.scenario import load_scenario
 
     overrides = {"scheduler.policy": args.policy} if args.policy else {}
     scenario = load_scenario(Path(args.scenario), overrides)
-    try:
-        make_policy(scenario.scheduler.policy, scenario.scheduler.policy_params)
-    except (UnknownPolicy, ValueError) as err:
-        raise SpecError(f"scheduler.policy: {err.args[0]}") from None
     jobs = scenario.build_workload()
     out = _results_dir(args.out, f"{scenario.name}-{scenario.scheduler.policy}")
     _terminate_on_sigterm()

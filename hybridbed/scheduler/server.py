@@ -46,7 +46,7 @@ class SchedulerServer:
         self.controller_port = layout.get("controller_port")
         self.hosts = {h["name"]: h for h in layout["hosts"]}
         s = self.scenario
-        self.policy = make_policy(s.scheduler.policy, s.scheduler.policy_params)
+        self.policy = make_policy(s.scheduler.policy, s.scheduler.params_for(s.scheduler.policy))
         slowstart = s.scheduler.slowstart if s.scheduler.slowstart is not None else self.policy.default_slowstart
         capacity = Resources(s.workers.cores_per_host, s.workers.memory_mb_per_host)
         self.cluster = ClusterState(s.fabric.racks, {

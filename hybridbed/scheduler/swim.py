@@ -14,8 +14,9 @@ class TraceError(ValueError):
     """A trace line that does not follow the format; the message names the file and line."""
 
 
-def read_swim(path: Path, limit: int | None = None) -> list[tuple[str, float, int, int, int]]:
-    """(job id, submit time, input, shuffle, output) per job, in file order; at most `limit` jobs."""
+def read_swim(path: Path, limit: int | None = None, min_shuffle_bytes: float = 0) -> list[tuple[str, float, int, int, int]]:
+    """(job id, submit time, input, shuffle, output) per job, in file order; at most `limit` jobs, and
+    only those shuffling at least `min_shuffle_bytes` (how a study selects its jobs from a sample)."""
     rows = []
     with Path(path).open() as trace:
         for number, line in enumerate(trace, start=1):
@@ -37,7 +38,8 @@ def read_swim(path: Path, limit: int | None = None) -> list[tuple[str, float, in
                     raise TraceError(f"{path}:{number}: {name} is negative ({value})")
             if submit < 0:
                 raise TraceError(f"{path}:{number}: submit time is negative ({submit})")
-            rows.append((fields[0], submit, *sizes))
+            if sizes[1] >= min_shuffle_bytes:
+                rows.append((fields[0], submit, *sizes))
     if not rows:
-        raise TraceError(f"{path}: no jobs")
+        raise TraceError(f"{path}: no jobs" + (f" shuffling at least {min_shuffle_bytes:g} bytes" if min_shuffle_bytes else ""))
     return rows

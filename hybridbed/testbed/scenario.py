@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hybridbed.scheduler.cluster import NetworkView
 from hybridbed.scheduler.model import JobSpec, Resources
+from hybridbed.scheduler.policy import UnknownPolicy, make_policy
 from hybridbed.scheduler.swim import read_swim
 from hybridbed.scheduler.synthetic import facebook_like
 from hybridbed.scheduler.workload import JobShape, Predictions, make_jobs
@@ -77,6 +78,7 @@ class WorkloadSpec(_Strict):
     trace: Path | None = Field(default=None, description="SWIM trace file (source: swim)")
     arrival_window_s: float = Field(default=0.0, ge=0, description="0: a batch; else arrivals uniform in the window")
     max_shuffle_gb: float | None = Field(default=None, gt=0, description="truncate the synthetic shuffle-size tail")
+    min_shuffle_gb: float = Field(default=0.0, ge=0, description="take only trace jobs shuffling at least this")
     shape: ShapeSpec = ShapeSpec()
     predictions: PredictionSpec = PredictionSpec()
 
@@ -91,10 +93,25 @@ class WorkloadSpec(_Strict):
 
 class SchedulerSpec(_Strict):
     policy: str = "fair"
-    policy_params: dict = Field(default_factory=dict)
+    policy_params: dict[str, dict] = Field(
+        default_factory=dict, description="parameters per policy name, e.g. {jobpacker: {overprovision: 1.0}}; "
+        "a comparison gives each setup its own")
     slowstart: float | None = Field(default=None, ge=0, le=1, description="default: the policy's")
     replicas: int = Field(default=3, ge=1, le=10)
     heartbeat_timeout_s: float = Field(default=3.0, gt=0)
+
+    @model_validator(mode="after")
+    def _policies_exist(self) -> "SchedulerSpec":
+        for name in {self.policy, *self.policy_params}:
+            try:
+                make_policy(name, self.params_for(name))
+            except (UnknownPolicy, ValueError) as err:
+                field = "policy" if name == self.policy and name not in self.policy_params else f"policy_params.{name}"
+                raise ValueError(f"{field}: {err.args[0]}") from None
+        return self
+
+    def params_for(self, policy: str) -> dict:
+        return self.policy_params.get(policy, {})
 
 
 class Scenario(_Strict):
@@ -127,7 +144,7 @@ class Scenario(_Strict):
         rng = random.Random(self.seed)
         w = self.workload
         if w.source == "swim":
-            rows = read_swim(w.trace, limit=w.jobs)
+            rows = read_swim(w.trace, limit=w.jobs, min_shuffle_bytes=w.min_shuffle_gb * 1e9)
             if w.arrival_window_s:
                 rows = sorted(((i, rng.uniform(0, w.arrival_window_s), *s) for i, _, *s in rows), key=lambda r: r[1])
             else:
@@ -149,6 +166,9 @@ def load_scenario(path: Path, overrides: dict | None = None) -> Scenario:
         raise SpecError(f"{path} is not valid YAML: {err}") from None
     if not isinstance(data, dict):
         raise SpecError(f"{path}: a scenario is a mapping of fields, got {type(data).__name__}")
+    trace = (data.get("workload") or {}).get("trace")
+    if isinstance(trace, str) and not Path(trace).is_absolute():
+        data["workload"]["trace"] = str(Path(path).resolve().parent / trace)  # relative to the scenario file
     for key, value in (overrides or {}).items():
         section, field = key.split(".")
         data.setdefault(section, {})[field] = value
