@@ -47,6 +47,10 @@ def test_lrf_shuffle_term_is_the_circuit_transfer_time_of_a_balanced_job():
         assert model.busiest_port_bytes(job, r, r) == pytest.approx(100 / (r * r) * (r - 1))
     # one reduce rack takes in what five map racks send through its single port
     assert model.busiest_port_bytes(job, 6, 1) == pytest.approx(100 / 6 * 5)
+    # ... or all six, when it runs no maps; and disjoint single racks move the whole shuffle
+    assert model.busiest_port_bytes(job, 6, 1, shared=0) == pytest.approx(100)
+    assert model.busiest_port_bytes(job, 1, 1, shared=0) == pytest.approx(100)
+    assert model.busiest_port_bytes(job, 1, 1) == 0
 
 
 def fig5_model() -> tuple[LatencyModel, JobProfile]:

@@ -75,6 +75,9 @@ def test_quickstart_scenario_is_valid_and_deterministic():
     ({"workload": {"jobs": "many"}}, "workload.jobs"),
     ({"colour": "blue"}, "colour"),
     ({"workload": {"source": "swim", "trace": "/nonexistent.tsv"}}, "trace"),
+    ({"scheduler": {"policy": "nope"}}, "policy: unknown policy 'nope'"),
+    ({"scheduler": {"policy_params": {"jobpacker": {"sub_batches": 0}}}}, "policy_params.jobpacker: .*sub_batches"),
+    ({"scheduler": {"policy_params": {"fair": {"colour": 1}}}}, "policy_params.fair"),
 ])
 def test_bad_scenarios_name_the_field(tmp_path, change, field):
     import yaml
@@ -86,3 +89,24 @@ def test_bad_scenarios_name_the_field(tmp_path, change, field):
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(SpecError, match=field):
         load_scenario(path)
+
+
+def test_swim_selection_takes_the_first_jobs_that_shuffle_enough(tmp_path):
+    trace = tmp_path / "t.tsv"
+    trace.write_text("".join(f"job{i}\t{i}\t1\t10\t{i * 100}\t5\n" for i in range(10)))
+    rows = read_swim(trace, limit=3, min_shuffle_bytes=450)
+    assert [r[0] for r in rows] == ["job5", "job6", "job7"]
+    with pytest.raises(TraceError, match="at least 5000"):
+        read_swim(trace, min_shuffle_bytes=5000)
+
+
+@pytest.mark.parametrize("variant", ["", "-online", "-mixed"])
+def test_geni_scenarios_select_the_papers_jobs_from_the_vendored_trace(variant):
+    scenario = load_scenario(REPO / "scenarios" / f"jobpacker-geni{variant}.yaml")  # trace relative to the file
+    jobs = scenario.build_workload()
+    assert len(jobs) == 60 and all(j.shuffle_bytes >= 0.1e9 * scenario.scale for j in jobs)
+    shuffle_gb = np.array([j.shuffle_bytes for j in jobs]) / scenario.scale / 1e9
+    assert 0.1 <= np.percentile(shuffle_gb, 5) < 0.3 and 1 < np.median(shuffle_gb) < 5
+    recurring = sum(j.recurring for j in jobs)
+    assert recurring == 60 if variant != "-mixed" else 15 < recurring < 45
+    assert (max(j.arrival_s for j in jobs) > 0) == (variant != "")

@@ -22,7 +22,8 @@ Job manager (§4.3.2).
   containers anywhere for its maps, then for its reduces (which start after the maps plus the EPS
   shuffle time); a shuffle-heavy job tries every green-zone pair on a copy of the timeline (map racks:
   the r_map racks where ceil(N_map / r_map) containers free first; reduce racks likewise, from the
-  end of the shuffle) and keeps the pair that completes first.
+  end of the maps, map racks first among equals; the shuffle time from how far the two overlap) and
+  keeps the pair that completes first.
 - Over-provisioning: each stage books ceil(N * (1 + ratio)) containers, so later jobs are planned
   around the slack; at run time the slack is free for ad-hoc jobs and other recurring work.
 """
@@ -145,8 +146,11 @@ class JobPackerPlanner:
         n_maps, n_reduces = self._booked(job.n_maps), self._booked(job.n_reduces)
         map_racks = timeline.earliest_racks(r_map, math.ceil(n_maps / r_map), job.arrival_s)
         maps = timeline.book(job.job_id, StageKind.MAP, map_racks, n_maps, job.map_s, job.arrival_s)
-        shuffle_done = maps.end_s + self.model.shuffle_latency(job, r_map, r_red)
-        reduce_racks = timeline.earliest_racks(r_red, math.ceil(n_reduces / r_red), shuffle_done)
+        # reduce racks: those free soonest once the maps are done, map racks first among equals (they
+        # keep part of the shuffle inside the rack); the shuffle time then follows from the overlap
+        reduce_racks = timeline.earliest_racks(r_red, math.ceil(n_reduces / r_red), maps.end_s, prefer=map_racks)
+        shared = len(set(map_racks) & set(reduce_racks))
+        shuffle_done = maps.end_s + self.model.shuffle_latency(job, r_map, r_red, shared)
         reduces = timeline.book(job.job_id, StageKind.REDUCE, reduce_racks, n_reduces, job.reduce_s, shuffle_done)
         return JobPlan(job.job_id, maps, reduces, uses_ocs=self.model.uses_ocs(job, r_map, r_red))
 

@@ -12,10 +12,11 @@ JobPacker paper (Eq. 1) lets the map and reduce stages use different numbers of 
   sending rack carries across racks when tasks are spread evenly and every map rack also hosts
   reduces. It misses the receiving side: with r_red = 1 and r_map = 6, one rack takes in 5/6 of the
   shuffle through its single OCS input port (or EPS downlink). hybridbed counts the busiest port,
-  sender or receiver, with the two rack sets overlapping as far as they can:
-      D = D_s / (r_map * r_red) * max(r_red - [r_map <= r_red], r_map - [r_red <= r_map])
-  which is the paper's value whenever r_map = r_red, and the Fig. 2 transfer time (3 * 6.25) for the
-  balanced 4-rack example.
+  sender or receiver, given how many racks run both maps and reduces (`shared`):
+      D = D_s / (r_map * r_red) * max(r_red - [shared = r_map], r_map - [shared = r_red])
+  Before the racks are chosen the sets are taken to overlap as far as they can, which gives the
+  paper's value whenever r_map = r_red, and the Fig. 2 transfer time (3 * 6.25) for its balanced
+  4-rack example.
 - BW is the OCS circuit rate when one rack pair's share of the shuffle, D_s / (r_map * r_red), exceeds
   the elephant threshold (so it would be lit), else the rack's EPS uplink rate. A model without an
   OCS (Corral, which plans to avoid cross-rack traffic, and F-EPS) always uses the EPS rate.
@@ -78,14 +79,16 @@ class LatencyModel:
     def uses_ocs(self, job: JobProfile, r_map: int, r_red: int) -> bool:
         return self.ocs_aware and self.pair_bytes(job, r_map, r_red) > self.network.elephant_bytes
 
-    def busiest_port_bytes(self, job: JobProfile, r_map: int, r_red: int) -> float:
-        """Cross-rack shuffle bytes through the busiest rack port (sending or receiving)."""
-        sent = r_red - (1 if r_map <= r_red else 0)
-        received = r_map - (1 if r_red <= r_map else 0)
+    def busiest_port_bytes(self, job: JobProfile, r_map: int, r_red: int, shared: int | None = None) -> float:
+        """Cross-rack shuffle bytes through the busiest rack port (sending or receiving), when `shared`
+        racks run both maps and reduces (default: as many as can)."""
+        shared = min(r_map, r_red) if shared is None else shared
+        sent = r_red - (1 if shared == r_map else 0)
+        received = r_map - (1 if shared == r_red else 0)
         return self.pair_bytes(job, r_map, r_red) * max(sent, received)
 
-    def shuffle_latency(self, job: JobProfile, r_map: int, r_red: int) -> float:
-        cross_rack = self.busiest_port_bytes(job, r_map, r_red)
+    def shuffle_latency(self, job: JobProfile, r_map: int, r_red: int, shared: int | None = None) -> float:
+        cross_rack = self.busiest_port_bytes(job, r_map, r_red, shared)
         rate = self.network.ocs_Bps if self.uses_ocs(job, r_map, r_red) else self.network.eps_uplink_Bps
         return cross_rack / rate
 

@@ -101,10 +101,13 @@ class Timeline:
         k = min(per_rack, self.containers_per_rack) - 1
         return np.maximum(np.partition(self.free, k, axis=1)[:, k], not_before)
 
-    def earliest_racks(self, count: int, per_rack: int, not_before: float) -> tuple[int, ...]:
-        """The `count` racks that can start `per_rack` tasks soonest; ties go to the less booked rack."""
+    def earliest_racks(self, count: int, per_rack: int, not_before: float,
+                       prefer: tuple[int, ...] = ()) -> tuple[int, ...]:
+        """The `count` racks that can start `per_rack` tasks soonest; ties go to `prefer`red racks, then
+        to the less booked rack."""
         ready = self.ready_s(per_rack, not_before)
-        order = np.lexsort((np.arange(self.racks), self.free.sum(axis=1), ready))
+        preferred = np.isin(np.arange(self.racks), prefer)
+        order = np.lexsort((np.arange(self.racks), self.free.sum(axis=1), ~preferred, ready))
         return tuple(sorted(int(r) for r in order[:count]))
 
     def book(self, job_id: str, kind: StageKind, racks: tuple[int, ...], tasks: int, duration_s: float,
