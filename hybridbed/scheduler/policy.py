@@ -9,6 +9,7 @@ A policy answers the scheduler's questions; it never talks to workers, the netwo
   (so several tasks can start per heartbeat); the task must be pending, and a reduce released.
 - `release_shuffle(job, cluster)`: whether a job's reducers may fetch map outputs yet (shuffle aggregation).
 - `ocs_demand(cluster)`: a rack-by-rack byte matrix to hint to the OCS controller, or None.
+- `plan_rows()`: the offline plan, one row per planned job, for the run's plan.csv.
 
 Later decisions (preempting a running task, changing its CPU share or network cap) come as further
 methods with do-nothing defaults, so existing policies keep working. Policies register under the entry
@@ -44,6 +45,9 @@ class Policy:
 
     def ocs_demand(self, cluster: ClusterState) -> list[list[float]] | None:
         return None
+
+    def plan_rows(self) -> list[dict]:
+        return []
 
 
 class UnknownPolicy(KeyError):

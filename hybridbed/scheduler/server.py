@@ -28,7 +28,8 @@ from hybridbed.scheduler.core import Launch, SchedulerCore, ShuffleNotice
 from hybridbed.scheduler.locality import locality_of
 from hybridbed.scheduler.model import Job, Resources, StageKind, Task, build_job
 from hybridbed.scheduler.policy import make_policy
-from hybridbed.scheduler.results import FLOW_FIELDS, JOB_FIELDS, TASK_FIELDS, USAGE_FIELDS, CsvLog, summarize
+from hybridbed.scheduler.results import (FLOW_FIELDS, JOB_FIELDS, PLAN_FIELDS, TASK_FIELDS, USAGE_FIELDS, CsvLog,
+                                         summarize)
 from hybridbed.testbed.scenario import Scenario
 from hybridbed.workers.task import write_bytes
 
@@ -101,6 +102,7 @@ class SchedulerServer:
         self._listen()
         self._await_workers()
         self.policy.plan(self.specs, self.cluster)
+        self._write_plan()
         self.t0 = time.time()
         arrivals = sorted(self.specs, key=lambda s: (s.arrival_s, s.job_id))
         total = len(arrivals)
@@ -281,6 +283,14 @@ class SchedulerServer:
             "src_host": src, "dst_host": dst, "src_rack": self.hosts[src]["rack"], "dst_rack": self.hosts[dst]["rack"],
             "bytes": message["bytes"], "start_s": round(message["start"] - self.t0, 4),
             "end_s": round(message["end"] - self.t0, 4)})
+
+    def _write_plan(self) -> None:
+        rows = self.policy.plan_rows()
+        if rows:
+            plan = CsvLog(self.out_dir / "plan.csv", PLAN_FIELDS)
+            for row in rows:
+                plan.write(row)
+            plan.close()
 
     def _write_progress(self, total: int, final: bool = False) -> None:
         progress = {"jobs_done": len(self.core.finished), "jobs_total": total, "elapsed_s": round(self._now(), 1),

@@ -19,6 +19,7 @@ from pathlib import Path
 from hybridbed.workers.data_transfer import FetchError, fetch
 
 PARALLEL_FETCHES = 5  # Hadoop's mapreduce.reduce.shuffle.parallelcopies
+FETCH_RETRY_S = 1.0
 FILL = bytes(range(256)) * 4096  # 1 MiB written over and over
 
 
@@ -78,9 +79,14 @@ def _fetch_from_any(sources: list[dict], path: str, rate_bps: float | None) -> d
 
 
 def run_reduce(task: dict, data_dir: Path, notices: "queue.Queue[dict]") -> dict:
-    """Fetch the partition of every map (up to PARALLEL_FETCHES at once) as their locations arrive."""
+    """Fetch the partition of every map (up to PARALLEL_FETCHES at once) as their locations arrive.
+
+    A failed fetch is tried again after FETCH_RETRY_S from the latest location announced for that map:
+    a congested path can stall a transfer past the socket timeout while both hosts are fine, and when a
+    host is lost the scheduler re-runs its maps and announces the new location."""
     n_maps = task["n_maps"]
     latest: dict[int, dict] = {}
+    retry_at: dict[int, float] = {}
     fetched: dict[int, int] = {}
     results: "queue.Queue[tuple[dict, dict | None]]" = queue.Queue()
     in_flight: set[int] = set()
@@ -99,16 +105,18 @@ def run_reduce(task: dict, data_dir: Path, notices: "queue.Queue[dict]") -> dict
             except queue.Empty:
                 break
             latest[notice["map_index"]] = notice
+            retry_at.pop(notice["map_index"], None)
+        now = time.monotonic()
         for index, notice in latest.items():
-            if index not in fetched and index not in in_flight and len(in_flight) < PARALLEL_FETCHES:
+            if (index not in fetched and index not in in_flight and len(in_flight) < PARALLEL_FETCHES
+                    and retry_at.get(index, 0.0) <= now):
                 in_flight.add(index)
                 threading.Thread(target=worker, args=(notice,), daemon=True).start()
         while not results.empty():
             notice, result = results.get()
             in_flight.discard(notice["map_index"])
             if result is None:
-                if latest.get(notice["map_index"]) is notice:
-                    del latest[notice["map_index"]]  # wait for the map to be re-run and announced again
+                retry_at[notice["map_index"]] = time.monotonic() + FETCH_RETRY_S
                 continue
             fetched[notice["map_index"]] = result["bytes"]
             emit({"event": "fetch", "kind": "shuffle", "map_index": notice["map_index"], **result})

@@ -45,3 +45,5 @@ def test_jobpacker_moves_a_shuffle_heavy_job_onto_the_ocs_where_fair_does_not(tm
     tasks = pd.read_csv(out / "jobpacker" / "tasks.csv")
     reduces = tasks[tasks.kind == "reduce"]
     assert sorted(reduces.groupby("rack").size().tolist()) == [2, 2]
+    plan = pd.read_csv(out / "jobpacker" / "plan.csv")
+    assert plan.job_id.tolist() == ["job0"] and bool(plan.uses_ocs.iloc[0])

@@ -203,6 +203,8 @@ def test_planned_jobs_run_and_keep_their_data_on_their_racks(policy_class):
     state = cluster()
     policy = policy_class()
     jobs = run_to_completion(policy, specs, state)
+    rows = {row["job_id"]: row for row in policy.plan_rows()}
+    assert set(rows) == set(jobs) and all(row["map_racks"] for row in rows.values())
     for job_id, job in jobs.items():
         planned = policy.offline.jobs[job_id]
         for m in job.maps:

@@ -46,6 +46,18 @@ class PlannedPolicy(Policy):
     def build_plan(self, jobs: list[JobProfile], model: LatencyModel) -> Plan:
         raise NotImplementedError
 
+    def plan_rows(self) -> list[dict]:
+        rows = []
+        for p in self.offline.jobs.values():
+            stages = {"map": p.maps, "reduce": p.reduces}
+            row = {"job_id": p.job_id, "uses_ocs": p.uses_ocs}
+            for name, stage in stages.items():
+                row[f"{name}_racks"] = " ".join(map(str, stage.racks)) if stage else ""
+                row[f"{name}_start_s"] = round(stage.start_s, 3) if stage else ""
+                row[f"{name}_end_s"] = round(stage.end_s, 3) if stage else ""
+            rows.append(row)
+        return rows
+
     def input_racks(self, job: Job, cluster: ClusterState) -> list[int] | None:
         planned = self.offline.jobs.get(job.job_id)
         return list(planned.maps.racks) if planned else None
