@@ -39,9 +39,10 @@ def test_job_completes_and_every_reducer_fetches_exactly_its_bytes(tmp_path, sma
     assert len(shuffle) == 4 * 2  # every reducer from every map
     links = pd.read_csv(out / "links.csv")
     assert {"tor0-eps", "tor1-eps", "tor0-ocs0", "tor1-ocs0"} <= set(links.link)
-    # pinned mode with no circuit: every cross-rack byte rides the EPS, and the counters agree
+    # pinned mode with no circuit: every cross-rack byte rides the EPS, and the counters agree (where
+    # the tasks land is the scheduler's choice, so there may be no cross-rack flow at all)
     cross = flows[flows.src_rack != flows.dst_rack]
-    assert set(cross.path) == {"eps"} and set(flows[flows.src_rack == flows.dst_rack].path) <= {"rack"}
+    assert set(cross.path) <= {"eps"} and set(flows[flows.src_rack == flows.dst_rack].path) <= {"rack"}
     assert summary["ocs_uplink_bytes"] == 0 and summary["ocs_byte_share"] == 0
     assert summary["eps_uplink_bytes"] >= cross.bytes.sum()
     usage = pd.read_csv(out / "usage.csv")

@@ -4,8 +4,10 @@
   running together will fetch at least the elephant threshold (or every reducer of the job is
   running, for jobs that never reach it), so the shuffle moves in bulk over few rack pairs.
 - OCS demand hints: every hint interval, the bytes that running reducers of released jobs still have
-  to fetch from finished or running maps on other racks, summed per rack pair. The controller
-  matches on them (with measured demand, per the scenario's `ocs.demand_source`).
+  to fetch from finished or running maps on other racks, summed per rack pair. A pair whose whole
+  aggregated shuffle (fetched or not) reaches the elephant threshold is an elephant until it is
+  drained: it is hinted at no less than the threshold, so its circuit is not torn down halfway. The
+  controller matches on the hints (with measured demand, per the scenario's `ocs.demand_source`).
 - Ad-hoc jobs (§4.4) get containers the plan leaves free, in Fair's order, with the sparsity rule: a
   rack already running a task of a shuffle-heavy job takes a non-shuffle-heavy ad-hoc job; otherwise
   a shuffle-heavy ad-hoc job goes first. An ad-hoc job counts as shuffle-heavy when its input exceeds
@@ -58,7 +60,9 @@ class JobPackerPolicy(PlannedPolicy):
         return False
 
     def ocs_demand(self, cluster: ClusterState) -> list[list[float]] | None:
-        matrix = [[0.0] * cluster.racks for _ in range(cluster.racks)]
+        racks = cluster.racks
+        remaining = [[0.0] * racks for _ in range(racks)]
+        aggregate = [[0.0] * racks for _ in range(racks)]
         rack_of = cluster.rack_of
         for job_id in self._released & cluster.jobs.keys():
             job = cluster.jobs[job_id]
@@ -68,9 +72,15 @@ class JobPackerPolicy(PlannedPolicy):
                     continue
                 dst = rack_of[reduce.host]
                 for m in sources:
-                    if m.index not in reduce.fetched_maps and rack_of[m.host] != dst:
-                        matrix[rack_of[m.host]][dst] += m.partition_bytes[reduce.index]
-        return matrix
+                    src = rack_of[m.host]
+                    if src != dst:
+                        aggregate[src][dst] += m.partition_bytes[reduce.index]
+                        if m.index not in reduce.fetched_maps:
+                            remaining[src][dst] += m.partition_bytes[reduce.index]
+        threshold = cluster.network.elephant_bytes if cluster.network else 0.0
+        return [[max(left, threshold) if left and total >= threshold else left
+                 for left, total in zip(left_row, total_row)]
+                for left_row, total_row in zip(remaining, aggregate)]
 
     # ad-hoc jobs ----------------------------------------------------------------------------------
     def adhoc_task(self, host: HostState, cluster: ClusterState, jobs: list[Job]) -> Task | None:
