@@ -15,13 +15,8 @@ which racks, so that jobs run isolated on few racks and keep their shuffle insid
 from __future__ import annotations
 
 from hybridbed.scheduler.model import StageKind
-from hybridbed.scheduler.planning.latency import JobProfile, LatencyModel
+from hybridbed.scheduler.planning.latency import JobProfile, LatencyModel, is_batch
 from hybridbed.scheduler.planning.timeline import JobPlan, Plan, Timeline
-
-
-def is_batch(jobs: list[JobProfile]) -> bool:
-    """A batch: every job is predicted to arrive at the same time (else the online scenario)."""
-    return len({j.arrival_s for j in jobs}) <= 1
 
 
 def prioritise(jobs: list[JobProfile], racks_of: dict[str, int], model: LatencyModel, batch: bool) -> Plan:

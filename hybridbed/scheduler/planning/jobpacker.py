@@ -34,9 +34,8 @@ import random
 
 import numpy as np
 
-from hybridbed.scheduler.planning.corral import is_batch
 from hybridbed.scheduler.model import StageKind
-from hybridbed.scheduler.planning.latency import JobProfile, LatencyModel
+from hybridbed.scheduler.planning.latency import JobProfile, LatencyModel, is_batch
 from hybridbed.scheduler.planning.timeline import JobPlan, Plan, Timeline
 
 Pair = tuple[int, int]

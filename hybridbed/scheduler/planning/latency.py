@@ -54,6 +54,11 @@ class JobProfile:
                    spec.map_compute_s, spec.reduce_compute_s)
 
 
+def is_batch(jobs: list[JobProfile]) -> bool:
+    """A batch: every job is predicted to arrive at the same time (else the online scenario)."""
+    return len({j.arrival_s for j in jobs}) <= 1
+
+
 class LatencyModel:
     def __init__(self, racks: int, containers_per_rack: int, network: NetworkView, ocs_aware: bool = True):
         if racks < 1 or containers_per_rack < 1:
