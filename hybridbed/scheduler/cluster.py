@@ -18,7 +18,6 @@ class NetworkView:
     eps_uplink_Bps: float  # one ToR's uplink to the EPS core
     ocs_Bps: float  # one OCS circuit; 0 when the network has no OCS
     elephant_bytes: float  # rack-pair demand below this stays on the EPS
-    task_cap_Bps: float | None = None  # per-task network cap, if any
     size_scale: float = 1.0  # workload bytes at the run's scale = full-scale bytes x size_scale
 
     def __post_init__(self) -> None:

@@ -132,9 +132,8 @@ class Scenario(_Strict):
     def network_view(self) -> NetworkView:
         """The rates a planning policy assumes: the fabric's configured rates and the scaled threshold."""
         f, to_bytes = self.fabric, 1e6 / 8
-        cap = self.workers.task_rate_cap_mbps
         return NetworkView(f.eps_uplink_mbps * to_bytes, f.ocs_rate_mbps * to_bytes if f.has_ocs else 0.0,
-                           self.scaled_ocs().elephant_threshold_bytes, cap * to_bytes if cap else None, self.scale)
+                           self.scaled_ocs().elephant_threshold_bytes, size_scale=self.scale)
 
     def container(self) -> Resources:
         return Resources(self.workers.container.cores, self.workers.container.memory_mb)

@@ -19,7 +19,7 @@ import random
 
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.model import Job, Task, TaskState
-from hybridbed.scheduler.planning.jobpacker import JobPackerPlanner, is_shuffle_heavy
+from hybridbed.scheduler.planning.jobpacker import JobPackerPlanner
 from hybridbed.scheduler.planning.latency import JobProfile, LatencyModel
 from hybridbed.scheduler.planning.timeline import Plan
 from hybridbed.scheduler.policies.planned import PlannedPolicy
@@ -44,8 +44,9 @@ class JobPackerPolicy(PlannedPolicy):
 
     def build_plan(self, jobs: list[JobProfile], model: LatencyModel) -> Plan:
         planner = JobPackerPlanner(model, *self.planner_args, rng=random.Random(self.seed))
-        self.heavy = {j.job_id for j in jobs if is_shuffle_heavy(j, model)}
-        return planner.plan(jobs)
+        plan = planner.plan(jobs)
+        self.heavy = set(planner.zones)  # the profiler's shuffle-heavy jobs
+        return plan
 
     # shuffle aggregation --------------------------------------------------------------------------
     def release_shuffle(self, job: Job, cluster: ClusterState) -> bool:
@@ -53,8 +54,7 @@ class JobPackerPolicy(PlannedPolicy):
             return True
         running = [r for r in job.reduces if r.state is TaskState.RUNNING]
         aggregated = sum(r.fetch_bytes for r in running)
-        threshold = cluster.network.elephant_bytes if cluster.network else 0.0
-        if aggregated >= threshold or len(running) == len(job.reduces):
+        if aggregated >= self.network.elephant_bytes or len(running) == len(job.reduces):
             self._released.add(job.job_id)
             return True
         return False
@@ -77,16 +77,17 @@ class JobPackerPolicy(PlannedPolicy):
                         aggregate[src][dst] += m.partition_bytes[reduce.index]
                         if m.index not in reduce.fetched_maps:
                             remaining[src][dst] += m.partition_bytes[reduce.index]
-        threshold = cluster.network.elephant_bytes if cluster.network else 0.0
+        threshold = self.network.elephant_bytes
         return [[max(left, threshold) if left and total >= threshold else left
                  for left, total in zip(left_row, total_row)]
                 for left_row, total_row in zip(remaining, aggregate)]
 
     # ad-hoc jobs ----------------------------------------------------------------------------------
     def adhoc_task(self, host: HostState, cluster: ClusterState, jobs: list[Job]) -> Task | None:
-        heavy_input = self.adhoc_heavy_input_gb * 1e9 * (cluster.network.size_scale if cluster.network else 1.0)
-        heavy = [j for j in jobs if self._shuffle_heavy(j, heavy_input)]
-        light = [j for j in jobs if not self._shuffle_heavy(j, heavy_input)]
+        heavy_input = self.adhoc_heavy_input_gb * 1e9 * self.network.size_scale
+        heavy, light = [], []
+        for job in jobs:
+            (heavy if self._shuffle_heavy(job, heavy_input) else light).append(job)
         rack_hosts = (h for h in cluster.hosts.values() if h.rack == host.rack)
         busy_with_heavy = any(self._shuffle_heavy(cluster.jobs[t.job_id], heavy_input)
                               for h in rack_hosts for t in h.running.values() if t.job_id in cluster.jobs)

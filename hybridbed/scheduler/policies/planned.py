@@ -16,10 +16,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.cluster import ClusterState, HostState, NetworkView
 from hybridbed.scheduler.model import Job, JobSpec, StageKind, Task
 from hybridbed.scheduler.planning.latency import JobProfile, LatencyModel
-from hybridbed.scheduler.planning.timeline import JobPlan, Plan
+from hybridbed.scheduler.planning.timeline import Plan
 from hybridbed.scheduler.policies.fair import FairPolicy
 from hybridbed.scheduler.policy import Policy
 
@@ -30,16 +30,18 @@ class PlannedPolicy(Policy):
     def __init__(self) -> None:
         self.fair = FairPolicy()
         self.offline = Plan()
+        self.network: NetworkView | None = None  # set by plan(); run-time rules read the threshold from it
         self._seen: set[str] = set()
         self._finished: set[str] = set()
 
     # planning -------------------------------------------------------------------------------------
     def plan(self, jobs: list[JobSpec], cluster: ClusterState) -> None:
+        if cluster.network is None:
+            raise ValueError(f"policy {self.name} plans with the network's rates, but the backend gave none")
+        self.network = cluster.network
         recurring = [JobProfile.of(s) for s in jobs if s.recurring]
         if not recurring:
             return
-        if cluster.network is None:
-            raise ValueError(f"policy {self.name} plans with the network's rates, but the backend gave none")
         model = LatencyModel(cluster.racks, cluster.containers_per_rack(), cluster.network, self.ocs_aware)
         self.offline = self.build_plan(recurring, model)
 
@@ -77,9 +79,6 @@ class PlannedPolicy(Policy):
 
     def adhoc_task(self, host: HostState, cluster: ClusterState, jobs: list[Job]) -> Task | None:
         return self.fair.pick(host, cluster, jobs)
-
-    def planned(self, job_id: str) -> JobPlan | None:
-        return self.offline.jobs.get(job_id)
 
     def _follows_plan(self, job_id: str, dead_racks: set[int]) -> bool:
         planned = self.offline.jobs.get(job_id)
