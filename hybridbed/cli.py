@@ -46,11 +46,15 @@ def _given(args: argparse.Namespace, mapping: dict[str, str]) -> dict:
 
 
 def fabric_from_args(args: argparse.Namespace) -> FabricSpec:
-    return parse_spec(FabricSpec, _given(args, {
+    """The fabric to emulate: validated, and within what an emulated link carries."""
+    fabric = parse_spec(FabricSpec, _given(args, {
         "racks": "racks", "hosts": "hosts_per_rack", "host_rate": "host_rate_mbps", "eps_rate": "eps_rate_mbps",
         "oversubscription": "oversubscription", "ocs_rate": "ocs_rate_mbps", "ocs_ports": "ocs_ports_per_tor",
         "variant": "variant",
     }))
+    if problems := fabric.emulation_limits():
+        raise SpecError("; ".join(problems))
+    return fabric
 
 
 def ocs_from_args(args: argparse.Namespace) -> OcsSpec:
@@ -135,25 +139,39 @@ def _results_dir(given: str | None, name: str) -> Path:
     return out
 
 
+class NeedsRoot(RuntimeError):
+    pass
+
+
+def _load_for_backend(args: argparse.Namespace, overrides: dict | None = None):
+    """The scenario with --backend applied; emulation needs root, simulation does not."""
+    from hybridbed.testbed.scenario import load_scenario
+
+    overrides = {**(overrides or {}), **({"backend": args.backend} if args.backend else {})}
+    scenario = load_scenario(Path(args.scenario), overrides)
+    if scenario.backend == "emulation" and os.geteuid() != 0:
+        raise NeedsRoot
+    return scenario
+
+
 def cmd_run(args: argparse.Namespace) -> int:
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from hybridbed.testbed.experiment import RunFailed, run_scenario
-    from hybridbed.testbed.scenario import load_scenario
+    from hybridbed.testbed.backends import RunFailed, run_backend
 
     overrides = {"scheduler.policy": args.policy} if args.policy else {}
-    scenario = load_scenario(Path(args.scenario), overrides)
+    scenario = _load_for_backend(args, overrides)
     jobs = scenario.build_workload()
     out = _results_dir(args.out, f"{scenario.name}-{scenario.scheduler.policy}")
     _terminate_on_sigterm()
     console.print(f"[bold]{scenario.name}[/bold]: {len(jobs)} jobs under {scenario.scheduler.policy} on "
-                  f"{scenario.fabric.racks} racks x {scenario.fabric.hosts_per_rack} hosts -> {out}")
+                  f"{scenario.fabric.racks} racks x {scenario.fabric.hosts_per_rack} hosts ({scenario.backend}) -> {out}")
     with Progress(TextColumn("jobs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[running]} tasks running"), console=console) as bar:
         task = bar.add_task("jobs", total=len(jobs), running=0)
         try:
-            summary = run_scenario(scenario, out, lambda p: bar.update(task, completed=p.jobs_done, running=p.running_tasks))
+            summary = run_backend(scenario, out, lambda p: bar.update(task, completed=p.jobs_done, running=p.running_tasks))
         except KeyboardInterrupt:
             console.print(f"[red]interrupted[/red]; partial results in {out}")
             return 130
@@ -167,9 +185,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from hybridbed.testbed.comparison import available_setups, compare, default_setups
-    from hybridbed.testbed.scenario import load_scenario
 
-    scenario = load_scenario(Path(args.scenario))
+    scenario = _load_for_backend(args)
     setups = args.policies.split(",") if args.policies else default_setups()
     unknown = [s for s in setups if s not in available_setups()]
     if unknown:
@@ -177,12 +194,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     out = _results_dir(args.out, f"{scenario.name}-compare")
     jobs = len(scenario.build_workload())
     _terminate_on_sigterm()
-    console.print(f"[bold]{scenario.name}[/bold]: {jobs} jobs under {', '.join(setups)}, one after another -> {out}")
+    console.print(f"[bold]{scenario.name}[/bold]: {jobs} jobs under {', '.join(setups)}, one after another "
+                  f"({scenario.backend}) -> {out}")
     status = console.status("")
     status.start()
     try:
         table = compare(scenario, setups, out, lambda setup, p: status.update(
-            f"{setup}: {p.jobs_done}/{p.jobs_total} jobs, {p.elapsed_s:.0f} s, {p.running_tasks} tasks running"))
+            f"{setup}: {p.jobs_done}/{p.jobs_total} jobs, workload at {p.elapsed_s:.0f} s, {p.running_tasks} tasks running"))
     except KeyboardInterrupt:
         console.print(f"[red]interrupted[/red]; partial results in {out}")
         return 130
@@ -248,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", help="scenario YAML file")
     run.add_argument("--policy", help="override the scenario's scheduler.policy")
     run.add_argument("--out", help="results directory (default results/<scenario>-<policy>-<time>)")
+    run.add_argument("--backend", choices=["emulation", "simulation"], help="override the scenario's backend")
     run.set_defaults(func=cmd_run)
 
     compare = sub.add_parser("compare", help="run a scenario under several policies and compare them")
@@ -256,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
                                             "(default: those of fair, corral, jobpacker, f-eps that exist)")
     compare.add_argument("--out", help="results directory (default results/<scenario>-compare-<time>)")
     compare.add_argument("--json", action="store_true", help="print one JSON object keyed by setup")
+    compare.add_argument("--backend", choices=["emulation", "simulation"], help="override the scenario's backend")
     compare.set_defaults(func=cmd_compare)
 
     policies = sub.add_parser("policies", help="list the registered scheduling policies")
@@ -270,14 +290,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if os.geteuid() != 0 and args.command in ("net", "check", "run", "compare", "clean"):
-        console.print("[red]hybridbed needs root (Mininet, Open vSwitch, namespaces, cgroups)[/red]")
+    needs_root = "[red]emulation needs root (Mininet, Open vSwitch, namespaces, cgroups)[/red]"
+    if os.geteuid() != 0 and args.command in ("net", "check", "clean"):
+        console.print(needs_root)
         return 1
     try:
         return args.func(args)
     except SpecError as err:
         console.print(f"[red]invalid setting: {err}[/red]")
         return 2
+    except NeedsRoot:
+        console.print(needs_root + " (the simulation backend does not: --backend simulation)")
+        return 1
 
 
 if __name__ == "__main__":

@@ -172,5 +172,36 @@ def assign_ports(pairs: list[tuple[int, int]], ports_per_tor: int, current: Conf
     return frozenset(circuits)
 
 
+def steering(config: Configuration) -> dict[tuple[int, int], int]:
+    """Rack pair -> the OCS port its ToR sends on (the lowest, if several circuits serve the pair)."""
+    ports: dict[tuple[int, int], int] = {}
+    for c in sorted(config, reverse=True):
+        ports[(c.src_rack, c.dst_rack)] = c.src_port
+    return ports
+
+
+def steering_changes(before: Configuration, after: Configuration) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], int]]:
+    """(pairs to steer off their circuit port, pairs to steer onto a new one) when `before` becomes `after`;
+    pairs whose circuit stays are in neither and keep flowing."""
+    old, new = steering(before), steering(after)
+    unsteer = {pair: port for pair, port in old.items() if new.get(pair) != port}
+    steer = {pair: port for pair, port in new.items() if old.get(pair) != port}
+    return unsteer, steer
+
+
+def combined_demand(hints: list[list[float]], measured: list[list[float]], source: str) -> list[list[float]]:
+    """The rack-to-rack demand periodic mode matches on: the scheduler's hints, the bytes measured in
+    the last interval, or (`both`) their sum."""
+    use_hints, use_measured = source in ("hints", "both"), source in ("measured", "both")
+    return [[(h if use_hints else 0.0) + (m if use_measured else 0.0) for h, m in zip(hint_row, measured_row)]
+            for hint_row, measured_row in zip(hints, measured)]
+
+
+def periodic_configuration(demand: list[list[float]], threshold: float, ports_per_tor: int,
+                           current: Configuration) -> Configuration:
+    """What a periodic reconfiguration sets up: the max-weight matching of the elephant demand."""
+    return max_weight_configuration(elephant_demand(demand, threshold), ports_per_tor, current)
+
+
 def configuration_as_list(config: Configuration) -> list[dict[str, int]]:
     return [c.as_dict() for c in sorted(config)]

@@ -25,9 +25,11 @@ from os_ken.ofproto import ofproto_v1_3
 
 from hybridbed.controller.circuits import (
     Configuration,
+    combined_demand,
     configuration_as_list,
-    elephant_demand,
-    max_weight_configuration,
+    periodic_configuration,
+    steering,
+    steering_changes,
 )
 from hybridbed.controller.rest_api import FabricRestApi
 from hybridbed.testbed.addressing import EPS_DPID, OCS_DPID, FabricPlan
@@ -154,7 +156,7 @@ class HybridFabricController(app_manager.OSKenApp):
             if other != rack:
                 self._flow(dp, PRIO_EPS, self._rack_match(dp, other), [parser.OFPActionOutput(self.plan.tor_eps_port)],
                            cookie=COOKIE_EPS | other)
-        for (src, dst), port in self._steering(self.circuits).items():
+        for (src, dst), port in steering(self.circuits).items():
             if src == rack:
                 self._steer(dp, dst, port, add=True)
 
@@ -175,14 +177,6 @@ class HybridFabricController(app_manager.OSKenApp):
         out = [dp.ofproto_parser.OFPActionOutput(self.plan.tor_ocs_port(ocs_port))]
         self._flow(dp, PRIO_CIRCUIT, match, out, cookie=COOKIE_CIRCUIT | dst_rack, delete=not add)
 
-    @staticmethod
-    def _steering(config: Configuration) -> dict[tuple[int, int], int]:
-        """Rack pair -> the OCS port its ToR sends on (the lowest, if several circuits serve the pair)."""
-        steering: dict[tuple[int, int], int] = {}
-        for c in sorted(config, reverse=True):
-            steering[(c.src_rack, c.dst_rack)] = c.src_port
-        return steering
-
     # reconfiguration ---------------------------------------------------------------------------
     def reconfigure(self, target: Configuration, reason: str) -> dict | None:
         """Move from the current circuits to `target`; return the logged event (None if nothing changed)."""
@@ -192,9 +186,7 @@ class HybridFabricController(app_manager.OSKenApp):
             if not removed and not added:
                 return None
             requested = time.time()
-            old_steer, new_steer = self._steering(before), self._steering(target)
-            unsteer = {pair: port for pair, port in old_steer.items() if new_steer.get(pair) != port}
-            steer = {pair: port for pair, port in new_steer.items() if old_steer.get(pair) != port}
+            unsteer, steer = steering_changes(before, target)
             tors = {self.plan.tor_dpid(a) for a, _ in list(unsteer) + list(steer)}
 
             for (a, b), port in unsteer.items():
@@ -245,16 +237,7 @@ class HybridFabricController(app_manager.OSKenApp):
 
     def demand(self) -> list[list[float]]:
         """The rack-to-rack demand the periodic mode matches on, per the configured demand source."""
-        source = self.ocs.demand_source
-        racks = self.fabric.racks
-        return [
-            [
-                (self.demand_hints[a][b] if source in ("hints", "both") else 0.0)
-                + (self.measured_demand[a][b] if source in ("measured", "both") else 0.0)
-                for b in range(racks)
-            ]
-            for a in range(racks)
-        ]
+        return combined_demand(self.demand_hints, self.measured_demand, self.ocs.demand_source)
 
     def _measure_demand(self) -> None:
         """Bytes each ToR sent towards each other rack since the last poll, from its per-rack flow counters."""
@@ -290,8 +273,8 @@ class HybridFabricController(app_manager.OSKenApp):
             try:
                 if self.ocs.demand_source in ("measured", "both"):
                     self._measure_demand()
-                wanted = elephant_demand(self.demand(), self.ocs.elephant_threshold_bytes)
-                target = max_weight_configuration(wanted, self.plan.ocs_ports_per_tor, self.circuits)
+                target = periodic_configuration(self.demand(), self.ocs.elephant_threshold_bytes,
+                                                self.plan.ocs_ports_per_tor, self.circuits)
                 if target == self.circuits and self.ocs.skip_unchanged:
                     self.skipped_reconfigurations += 1
                     continue

@@ -93,6 +93,12 @@ class ClusterState:
         """A pending reduce of the job, if slowstart has released its reducers."""
         return self.pending[job.job_id].any_reduce() if self.reduces_released(job) else None
 
+    def input_sources(self, task: Task) -> list[str]:
+        """Live hosts holding a running map's input block, the ones in its own rack first."""
+        rack = self.rack_of[task.host]
+        return sorted((h for h in task.input_block.replicas if self.hosts[h].alive),
+                      key=lambda h: (self.rack_of[h] != rack, h))
+
     def best_map(self, job: Job, host: HostState) -> tuple[Task | None, Locality]:
         """The job's pending map with the best locality for this host."""
         pending = self.pending[job.job_id]

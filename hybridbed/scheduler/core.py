@@ -41,6 +41,8 @@ class SchedulerCore:
         self.tasks: dict[str, Task] = {}
         self.finished: list[Job] = []
         self._told: dict[str, dict[int, tuple[str, int]]] = {}  # reduce id -> map index -> (host, attempt)
+        # per job, what happened since its last notices: maps finished and reducers started (in order)
+        self._news: dict[str, tuple[list[Task], list[Task]]] = {}
 
     # arrivals and launches ------------------------------------------------------------------------
     def submit(self, job: Job, now: float) -> None:
@@ -86,6 +88,8 @@ class SchedulerCore:
         task.state, task.host, task.started_s = TaskState.RUNNING, host.name, now
         host.running[task.task_id] = task
         job.n_running += 1
+        if task.kind is StageKind.REDUCE:
+            self._news.setdefault(job.job_id, ([], []))[1].append(task)
         if job.started_s is None:
             job.started_s = now
 
@@ -101,12 +105,14 @@ class SchedulerCore:
         task.state, task.finished_s = TaskState.DONE, now
         if task.kind is StageKind.MAP:
             job.maps_done += 1
+            self._news.setdefault(job.job_id, ([], []))[0].append(task)
         if job.done:
             job.finished_s = now
             del self.cluster.jobs[job.job_id]
             del self.cluster.pending[job.job_id]
             for reduce in job.reduces:
                 self._told.pop(reduce.task_id, None)
+            self._news.pop(job.job_id, None)
             self.finished.append(job)
             return job
         return None
@@ -161,17 +167,28 @@ class SchedulerCore:
             task.fetched_maps.add(map_index)
 
     def shuffle_notices(self) -> list[ShuffleNotice]:
-        """Map outputs that running reducers have not been told about, for jobs whose shuffle is released."""
+        """Map outputs that running reducers have not been told about, for jobs whose shuffle is released.
+
+        Only what changed since a job's last notices is looked at (maps finished, reducers started), so
+        a call costs the notices it returns, not the size of the jobs."""
         notices = []
-        for job in self.cluster.jobs.values():
-            running = [r for r in job.reduces if r.state is TaskState.RUNNING]
-            if not running or not self.policy.release_shuffle(job, self.cluster):
+        for job_id in list(self._news):
+            job = self.cluster.jobs[job_id]
+            if not any(r.state is TaskState.RUNNING for r in job.reduces):
+                del self._news[job_id]  # a reducer that starts later brings the job back
                 continue
+            if not self.policy.release_shuffle(job, self.cluster):
+                continue
+            new_maps, new_reduces = self._news.pop(job_id)
             done_maps = [m for m in job.maps if m.state is TaskState.DONE]
-            for reduce in running:
+            running = [r for r in job.reduces if r.state is TaskState.RUNNING]
+            pairs = [(r, m) for r in new_reduces for m in done_maps]
+            pairs += [(r, m) for m in new_maps for r in running]
+            for reduce, m in pairs:
+                if reduce.state is not TaskState.RUNNING or m.state is not TaskState.DONE:
+                    continue
                 told = self._told.setdefault(reduce.task_id, {})
-                for m in done_maps:
-                    if told.get(m.index) != (m.host, m.attempt):
-                        told[m.index] = (m.host, m.attempt)
-                        notices.append(ShuffleNotice(reduce, m))
+                if told.get(m.index) != (m.host, m.attempt):
+                    told[m.index] = (m.host, m.attempt)
+                    notices.append(ShuffleNotice(reduce, m))
         return notices

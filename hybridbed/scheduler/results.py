@@ -5,10 +5,15 @@ from __future__ import annotations
 import csv
 import json
 import math
+import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from hybridbed.scheduler.locality import locality_of
+from hybridbed.scheduler.model import Job, Task
+from hybridbed.scheduler.policy import Policy
 
 JOB_FIELDS = ["job_id", "arrival_s", "start_s", "finish_s", "jct_s", "recurring", "n_maps", "n_reduces",
               "input_bytes", "shuffle_bytes", "output_bytes"]
@@ -18,25 +23,71 @@ USAGE_FIELDS = ["time_s", "host", "running_tasks", "cpu_percent", "rss_mb"]
 PLAN_FIELDS = ["job_id", "map_racks", "map_start_s", "map_end_s", "reduce_racks", "reduce_start_s", "reduce_end_s",
                "uses_ocs"]
 FLOW_FIELDS = ["task_id", "attempt", "kind", "src_host", "dst_host", "src_rack", "dst_rack", "bytes", "start_s", "end_s"]
+FLOW_PATH_FIELDS = FLOW_FIELDS + ["path"]  # flows.csv once each flow's path is known
+OCS_EVENT_FIELDS = ["seq", "reason", "requested_s", "dark_from_s", "dark_until_s", "done_s", "configured_delay_ms",
+                    "circuits_before", "circuits_after"]
 
 
 class CsvLog:
-    """A CSV file that gets its header once and every row flushed as it is written."""
+    """A CSV file that gets its header once and its rows flushed as they are written (or, given a flush
+    interval, at most that many wall-clock seconds later: the simulator writes rows faster than a
+    flush per row allows)."""
 
-    def __init__(self, path: Path, fields: list[str]):
+    def __init__(self, path: Path, fields: list[str], flush_interval_s: float = 0.0):
         self.path = path
         self.fields = fields
+        self.flush_interval_s = flush_interval_s
         self._file = path.open("w", newline="")
         self._writer = csv.DictWriter(self._file, fieldnames=fields)
         self._writer.writeheader()
         self._file.flush()
+        self._flushed = time.monotonic()
 
     def write(self, row: dict) -> None:
         self._writer.writerow({k: row.get(k, "") for k in self.fields})
-        self._file.flush()
+        if time.monotonic() - self._flushed >= self.flush_interval_s:
+            self._file.flush()
+            self._flushed = time.monotonic()
 
     def close(self) -> None:
         self._file.close()
+
+
+def task_row(task: Task, finish_s: float, rack_of: dict[str, int], stats: dict) -> dict:
+    """tasks.csv row of a finished attempt; `stats` has the byte counts the attempt reported."""
+    replicas = task.input_block.replicas if task.input_block else ()
+    return {"task_id": task.task_id, "job_id": task.job_id, "kind": task.kind.value, "attempt": task.attempt,
+            "host": task.host, "rack": rack_of[task.host], "locality": locality_of(replicas, task.host, rack_of).name.lower(),
+            "start_s": round(task.started_s, 3), "finish_s": round(finish_s, 3),
+            **{k: stats.get(k, 0) for k in ("read_local_bytes", "read_remote_bytes", "fetched_bytes", "written_bytes")}}
+
+
+def job_row(job: Job) -> dict:
+    spec = job.spec
+    return {"job_id": job.job_id, "arrival_s": spec.arrival_s, "start_s": round(job.started_s, 3),
+            "finish_s": round(job.finished_s, 3), "jct_s": round(job.finished_s - spec.arrival_s, 3),
+            "recurring": spec.recurring, "n_maps": spec.n_maps, "n_reduces": spec.n_reduces,
+            "input_bytes": spec.input_bytes, "shuffle_bytes": spec.shuffle_bytes, "output_bytes": spec.output_bytes}
+
+
+def write_plan(out_dir: Path, policy: Policy) -> None:
+    """plan.csv: the policy's offline plan, if it made one."""
+    rows = policy.plan_rows()
+    if rows:
+        plan = CsvLog(out_dir / "plan.csv", PLAN_FIELDS)
+        for row in rows:
+            plan.write(row)
+        plan.close()
+
+
+def add_uplink_totals(out_dir: Path, eps_bytes: int, ocs_bytes: int, reconfigurations: int) -> None:
+    """Put the bytes the ToRs sent up the EPS and the OCS, and the reconfiguration count, into summary.json."""
+    path = out_dir / "summary.json"
+    summary = json.loads(path.read_text())
+    summary.update({"eps_uplink_bytes": eps_bytes, "ocs_uplink_bytes": ocs_bytes,
+                    "ocs_byte_share": ocs_bytes / (eps_bytes + ocs_bytes) if eps_bytes + ocs_bytes else 0.0,
+                    "reconfigurations": reconfigurations})
+    path.write_text(json.dumps(summary, indent=2))
 
 
 def summarize(out_dir: Path, jobs_total: int, status: str, started_at: float | None = None) -> dict:

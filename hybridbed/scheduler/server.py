@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import queue
-import random
 import signal
 import socket
 import sys
@@ -23,13 +22,10 @@ from pathlib import Path
 
 from hybridbed.controller.client import ControllerError, FabricClient
 from hybridbed.scheduler.channel import Channel
-from hybridbed.scheduler.cluster import ClusterState, HostState
-from hybridbed.scheduler.core import Launch, SchedulerCore, ShuffleNotice
-from hybridbed.scheduler.locality import locality_of
-from hybridbed.scheduler.model import Job, Resources, StageKind, Task, build_job
-from hybridbed.scheduler.policy import make_policy
-from hybridbed.scheduler.results import (FLOW_FIELDS, JOB_FIELDS, PLAN_FIELDS, TASK_FIELDS, USAGE_FIELDS, CsvLog,
-                                         summarize)
+from hybridbed.scheduler.core import Launch, ShuffleNotice
+from hybridbed.scheduler.model import Job, StageKind, Task, build_job
+from hybridbed.scheduler.results import (FLOW_FIELDS, JOB_FIELDS, TASK_FIELDS, USAGE_FIELDS, CsvLog, job_row,
+                                         summarize, task_row, write_plan)
 from hybridbed.testbed.scenario import Scenario
 from hybridbed.workers.task import write_bytes
 
@@ -46,15 +42,9 @@ class SchedulerServer:
         self.socket_path = layout["socket"]
         self.controller_port = layout.get("controller_port")
         self.hosts = {h["name"]: h for h in layout["hosts"]}
-        s = self.scenario
-        self.policy = make_policy(s.scheduler.policy, s.scheduler.params_for(s.scheduler.policy))
-        slowstart = s.scheduler.slowstart if s.scheduler.slowstart is not None else self.policy.default_slowstart
-        capacity = Resources(s.workers.cores_per_host, s.workers.memory_mb_per_host)
-        self.cluster = ClusterState(s.fabric.racks, {
-            name: HostState(name, h["rack"], s.workers.slots_per_host, capacity) for name, h in self.hosts.items()
-        }, slowstart, network=s.network_view())
-        self.core = SchedulerCore(self.policy, self.cluster, random.Random(s.seed), s.scheduler.replicas)
-        self.specs = s.build_workload()
+        self.core = self.scenario.scheduler_core({name: h["rack"] for name, h in self.hosts.items()})
+        self.policy, self.cluster = self.core.policy, self.core.cluster
+        self.specs = self.scenario.build_workload()
         self.events: "queue.Queue[tuple[str, dict | None]]" = queue.Queue()
         self.channels: dict[str, Channel] = {}
         self.last_seen: dict[str, float] = {}
@@ -102,7 +92,7 @@ class SchedulerServer:
         self._listen()
         self._await_workers()
         self.policy.plan(self.specs, self.cluster)
-        self._write_plan()
+        write_plan(self.out_dir, self.policy)
         self.t0 = time.time()
         arrivals = sorted(self.specs, key=lambda s: (s.arrival_s, s.job_id))
         total = len(arrivals)
@@ -239,12 +229,8 @@ class SchedulerServer:
             "output_dir": _output_dir(task), "rate_bps": cap * 1e6 if cap else None,
         }
         if task.kind is StageKind.MAP:
-            block = task.input_block
-            rack = self.cluster.rack_of[task.host]
-            sources = sorted((h for h in block.replicas if self.cluster.hosts[h].alive),
-                             key=lambda h: (self.cluster.rack_of[h] != rack, h))
-            message["input"] = {"path": f"blocks/{block.block_id}",
-                                "sources": [{"host": h, "ip": self.hosts[h]["ip"]} for h in sources]}
+            message["input"] = {"path": f"blocks/{task.input_block.block_id}", "sources": [
+                {"host": h, "ip": self.hosts[h]["ip"]} for h in self.cluster.input_sources(task)]}
         else:
             message["n_maps"] = len(self.cluster.jobs[task.job_id].maps)
         return message
@@ -260,21 +246,10 @@ class SchedulerServer:
 
     # results --------------------------------------------------------------------------------------
     def _log_task(self, task: Task, message: dict, now: float) -> None:
-        rack_of = self.cluster.rack_of
-        replicas = task.input_block.replicas if task.input_block else ()
-        self.tasks_log.write({
-            "task_id": task.task_id, "job_id": task.job_id, "kind": task.kind.value, "attempt": task.attempt,
-            "host": task.host, "rack": rack_of[task.host], "locality": locality_of(replicas, task.host, rack_of).name.lower(),
-            "start_s": round(task.started_s, 3), "finish_s": round(now, 3), **{k: message.get(k, 0) for k in (
-                "read_local_bytes", "read_remote_bytes", "fetched_bytes", "written_bytes")}})
+        self.tasks_log.write(task_row(task, now, self.cluster.rack_of, message))
 
     def _log_job(self, job: Job) -> None:
-        spec = job.spec
-        self.jobs_log.write({
-            "job_id": job.job_id, "arrival_s": spec.arrival_s, "start_s": round(job.started_s, 3),
-            "finish_s": round(job.finished_s, 3), "jct_s": round(job.finished_s - spec.arrival_s, 3),
-            "recurring": spec.recurring, "n_maps": spec.n_maps, "n_reduces": spec.n_reduces,
-            "input_bytes": spec.input_bytes, "shuffle_bytes": spec.shuffle_bytes, "output_bytes": spec.output_bytes})
+        self.jobs_log.write(job_row(job))
 
     def _log_flow(self, message: dict) -> None:
         src, dst = message["src_host"], message["host"]
@@ -283,14 +258,6 @@ class SchedulerServer:
             "src_host": src, "dst_host": dst, "src_rack": self.hosts[src]["rack"], "dst_rack": self.hosts[dst]["rack"],
             "bytes": message["bytes"], "start_s": round(message["start"] - self.t0, 4),
             "end_s": round(message["end"] - self.t0, 4)})
-
-    def _write_plan(self) -> None:
-        rows = self.policy.plan_rows()
-        if rows:
-            plan = CsvLog(self.out_dir / "plan.csv", PLAN_FIELDS)
-            for row in rows:
-                plan.write(row)
-            plan.close()
 
     def _write_progress(self, total: int, final: bool = False) -> None:
         progress = {"jobs_done": len(self.core.finished), "jobs_total": total, "elapsed_s": round(self._now(), 1),

@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from hybridbed.scheduler.policy import registered_policies
-from hybridbed.testbed.experiment import Progress, RunFailed, run_scenario
+from hybridbed.testbed.backends import Progress, RunFailed, run_backend
 from hybridbed.testbed.scenario import Scenario
 
 F_EPS = "f-eps"
@@ -51,7 +51,7 @@ def compare(scenario: Scenario, setups: list[str], out_dir: Path,
     for setup in setups:
         run_dir = out_dir / setup
         try:
-            summary = run_scenario(setup_scenario(scenario, setup), run_dir,
+            summary = run_backend(setup_scenario(scenario, setup), run_dir,
                                    (lambda p, s=setup: on_progress(s, p)) if on_progress else None)
         except RunFailed as err:
             summary = {"status": f"failed: {err}"}

@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -21,6 +20,8 @@ import pandas as pd
 
 from hybridbed.controller.client import DEFAULT_REST_PORT
 from hybridbed.scheduler.channel import SOCKET_NAME
+from hybridbed.scheduler.results import OCS_EVENT_FIELDS, add_uplink_totals
+from hybridbed.testbed.backends import Progress, RunFailed
 from hybridbed.testbed.network import HybridNetwork, NetworkStartError
 from hybridbed.testbed.path_accounting import annotate_flows, uplink_bytes
 from hybridbed.testbed.scenario import Scenario
@@ -28,20 +29,6 @@ from hybridbed.workers.cgroups import CgroupLayout
 
 POLL_S = 1.0
 LINK_FIELDS = ["time_s", "switch", "port", "link", "tx_bytes", "rx_bytes"]
-OCS_EVENT_FIELDS = ["seq", "reason", "requested_s", "dark_from_s", "dark_until_s", "done_s", "configured_delay_ms",
-                    "circuits_before", "circuits_after"]
-
-
-class RunFailed(RuntimeError):
-    pass
-
-
-@dataclass
-class Progress:
-    jobs_done: int
-    jobs_total: int
-    elapsed_s: float
-    running_tasks: int
 
 
 def _link_names(net: HybridNetwork) -> dict[tuple[str, int], str]:
@@ -172,9 +159,7 @@ def _account_paths(out_dir: Path, events: list[dict]) -> None:
     flows = pd.read_csv(flows_path)
     annotate_flows(flows, events, summary["started_at_unix"]).to_csv(flows_path, index=False)
     eps, ocs = uplink_bytes(pd.read_csv(links_path)) if links_path.exists() else (0, 0)
-    summary.update({"eps_uplink_bytes": eps, "ocs_uplink_bytes": ocs,
-                    "ocs_byte_share": ocs / (eps + ocs) if eps + ocs else 0.0, "reconfigurations": len(events)})
-    summary_path.write_text(json.dumps(summary, indent=2))
+    add_uplink_totals(out_dir, eps, ocs, len(events))
 
 
 def _write_ocs_events(net: HybridNetwork, out_dir: Path, t0: float) -> list[dict]:

@@ -46,7 +46,11 @@ def flow_path(src_rack: int, dst_rack: int, start: float, end: float,
         return "rack"
     length = max(end - start, 1e-9)
     covered = sum(max(0.0, min(end, b) - max(start, a)) for a, b in intervals.get((src_rack, dst_rack), []))
-    share = covered / length
+    return path_by_ocs_share(covered / length)
+
+
+def path_by_ocs_share(share: float) -> str:
+    """`ocs`, `eps` or `mixed` for a flow between racks that spent this share of itself on a circuit."""
     return "ocs" if share >= LIT_FULLY else "eps" if share <= LIT_NEVER else "mixed"
 
 

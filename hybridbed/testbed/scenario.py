@@ -13,7 +13,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from hybridbed.scheduler.cluster import NetworkView
+from hybridbed.scheduler.cluster import ClusterState, HostState, NetworkView
+from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.model import JobSpec, Resources
 from hybridbed.scheduler.policy import UnknownPolicy, make_policy
 from hybridbed.scheduler.swim import read_swim
@@ -116,6 +117,8 @@ class SchedulerSpec(_Strict):
 
 class Scenario(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    backend: Literal["emulation", "simulation"] = Field(
+        default="emulation", description="emulation: Mininet, OVS, os-ken, real TCP; simulation: the flow-level model")
     seed: int = 1
     scale: float = Field(default=1.0, gt=0, le=1)
     fabric: FabricSpec
@@ -124,6 +127,12 @@ class Scenario(_Strict):
     workload: WorkloadSpec = WorkloadSpec()
     scheduler: SchedulerSpec = SchedulerSpec()
     max_duration_s: float = Field(default=1800.0, gt=0)
+
+    @model_validator(mode="after")
+    def _emulable(self) -> "Scenario":
+        if self.backend == "emulation" and (problems := self.fabric.emulation_limits()):
+            raise ValueError("; ".join(f"fabric.{p}" for p in problems))
+        return self
 
     def scaled_ocs(self) -> OcsSpec:
         """The controller's settings with the elephant threshold at the emulated scale."""
@@ -134,6 +143,18 @@ class Scenario(_Strict):
         f, to_bytes = self.fabric, 1e6 / 8
         return NetworkView(f.eps_uplink_mbps * to_bytes, f.ocs_rate_mbps * to_bytes if f.has_ocs else 0.0,
                            self.scaled_ocs().elephant_threshold_bytes, size_scale=self.scale)
+
+    def scheduler_core(self, host_racks: dict[str, int]) -> SchedulerCore:
+        """The policy, cluster state and scheduler core this scenario asks for, over these hosts (name ->
+        rack); both backends build theirs here."""
+        s, w = self.scheduler, self.workers
+        policy = make_policy(s.policy, s.params_for(s.policy))
+        slowstart = s.slowstart if s.slowstart is not None else policy.default_slowstart
+        capacity = Resources(w.cores_per_host, w.memory_mb_per_host)
+        cluster = ClusterState(self.fabric.racks, {
+            name: HostState(name, rack, w.slots_per_host, capacity) for name, rack in host_racks.items()
+        }, slowstart, network=self.network_view())
+        return SchedulerCore(policy, cluster, random.Random(self.seed), s.replicas)
 
     def container(self) -> Resources:
         return Resources(self.workers.container.cores, self.workers.container.memory_mb)
@@ -168,7 +189,7 @@ def load_scenario(path: Path, overrides: dict | None = None) -> Scenario:
     trace = (data.get("workload") or {}).get("trace")
     if isinstance(trace, str) and not Path(trace).is_absolute():
         data["workload"]["trace"] = str(Path(path).resolve().parent / trace)  # relative to the scenario file
-    for key, value in (overrides or {}).items():
-        section, field = key.split(".")
-        data.setdefault(section, {})[field] = value
+    for key, value in (overrides or {}).items():  # "backend" or "section.field"
+        *section, field = key.split(".")
+        (data.setdefault(section[0], {}) if section else data)[field] = value
     return parse_spec(Scenario, data)

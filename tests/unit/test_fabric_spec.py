@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from hybridbed.testbed.addressing import FabricPlan
+from hybridbed.testbed.scenario import Scenario
 from hybridbed.testbed.spec import FabricSpec, OcsSpec, SpecError, parse_spec
 
 
@@ -14,14 +15,28 @@ def test_eps_rate_follows_oversubscription_and_variant():
 
 @pytest.mark.parametrize("data, field", [
     ({"racks": 0, "hosts_per_rack": 1}, "racks"),
-    ({"racks": 2, "hosts_per_rack": 1, "host_rate_mbps": 5000}, "host_rate_mbps"),
+    ({"racks": 2, "hosts_per_rack": 1, "host_rate_mbps": -5}, "host_rate_mbps"),
     ({"racks": 2, "hosts_per_rack": 1, "ocs_rate_mbps": "fast"}, "ocs_rate_mbps"),
     ({"racks": 2, "hosts_per_rack": 1, "tor_colour": "red"}, "tor_colour"),
-    ({"racks": 2, "hosts_per_rack": 100, "host_rate_mbps": 1000, "oversubscription": 1}, "EPS uplink rate"),
 ])
 def test_bad_fabric_values_name_their_field(data, field):
     with pytest.raises(SpecError, match=field):
         parse_spec(FabricSpec, data)
+
+
+@pytest.mark.parametrize("data, field", [
+    ({"racks": 2, "hosts_per_rack": 1, "host_rate_mbps": 5000}, "host_rate_mbps"),
+    ({"racks": 2, "hosts_per_rack": 1, "ocs_rate_mbps": 100_000}, "ocs_rate_mbps"),
+    ({"racks": 2, "hosts_per_rack": 100, "host_rate_mbps": 1000, "oversubscription": 1}, "EPS uplink rate"),
+])
+def test_rates_above_a_shaped_link_are_for_simulation_only(data, field):
+    fabric = parse_spec(FabricSpec, data)
+    assert any(field in problem for problem in fabric.emulation_limits())
+    scenario = {"name": "fast", "fabric": data}
+    with pytest.raises(SpecError, match=f"fabric.*{field}"):
+        parse_spec(Scenario, scenario)
+    assert parse_spec(Scenario, {**scenario, "backend": "simulation"}).fabric == fabric
+    assert not parse_spec(FabricSpec, {"racks": 2, "hosts_per_rack": 1, "host_rate_mbps": 1000}).emulation_limits()
 
 
 def test_bad_ocs_values_name_their_field():

@@ -1,0 +1,256 @@
+"""The flow-level simulator: the emulation's scheduler core and policy objects, driven by simulated time.
+
+What the emulation's workers do, modelled: a map reads its input block (from its own host at no
+network cost, else from the nearest replica as a flow) and then computes for its modelled time; a
+reduce fetches the partition of every map as a flow, PARALLEL_FETCHES at a time in the order the
+scheduler told it where they are, then computes. Flows share links max-min fairly (`fairshare`),
+each capped at the scenario's per-task cap as every fetch connection is in emulation. The OCS follows
+the controller's periodic mode (`fabric.SimulatedOcs`), matching on the policy's hints and the
+measured rack-to-rack bytes. Scheduling happens when work arrives or a task ends, and on every worker
+heartbeat while containers sit free and tasks wait (delay scheduling needs the clock to move on).
+
+Everything happens in a fixed order from the scenario's seed, so a run is reproducible to the byte.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from hybridbed.controller.circuits import combined_demand
+from hybridbed.scheduler.core import SchedulerCore
+from hybridbed.scheduler.model import JobSpec, StageKind, Task, build_job
+from hybridbed.scheduler.results import CsvLog, job_row, task_row
+from hybridbed.simulator.fabric import MBPS_TO_BYTES_S, FabricLinks, SimulatedOcs
+from hybridbed.simulator.flows import FINISH_TOLERANCE_S, Flow, FlowTable
+from hybridbed.testbed.addressing import FabricPlan
+from hybridbed.testbed.path_accounting import path_by_ocs_share
+from hybridbed.testbed.scenario import Scenario
+from hybridbed.workers.task import PARALLEL_FETCHES
+
+LOOPBACK_BYTES_S = 10e9  # a reducer reading its own host's map output: a local copy, not a link
+PROGRESS_INTERVAL_S = 0.5  # wall-clock seconds between progress reports
+
+
+class SimulationTimeout(RuntimeError):
+    pass
+
+
+@dataclass
+class ReduceFetches:
+    """A running reduce attempt's shuffle: where each map's partition is, what is queued, in flight, fetched."""
+    task: Task
+    attempt: int
+    n_maps: int
+    sources: dict[int, tuple[str, int]] = field(default_factory=dict)  # map index -> (host, bytes)
+    queue: deque[int] = field(default_factory=deque)
+    in_flight: int = 0
+    fetched: int = 0
+    fetched_bytes: int = 0
+
+
+@dataclass
+class ResultLogs:
+    jobs: CsvLog
+    tasks: CsvLog
+    flows: CsvLog
+    ocs_events: CsvLog
+
+
+@dataclass
+class SimulationStatus:
+    jobs_done: int
+    jobs_total: int
+    sim_time_s: float
+    running_tasks: int
+    events: int
+
+
+class Simulation:
+    def __init__(self, scenario: Scenario, logs: ResultLogs):
+        self.scenario = scenario
+        self.logs = logs
+        fabric = scenario.fabric
+        host_racks = {h.name: h.rack for h in FabricPlan(fabric).hosts()}  # the emulation's host names
+        self.core: SchedulerCore = scenario.scheduler_core(host_racks)
+        self.policy, self.cluster = self.core.policy, self.core.cluster
+        self.links = FabricLinks(fabric, host_racks)
+        self.flows = FlowTable(self.links)
+        cap = scenario.workers.task_rate_cap_mbps
+        self.task_cap = cap * MBPS_TO_BYTES_S if cap else np.inf
+        self.ocs = SimulatedOcs(fabric.racks, self.links.ports, scenario.scaled_ocs())
+        self.circuits_carry_tasks = scenario.ocs.steering == "all"  # in `marked` mode task traffic is unmarked
+        self.now = 0.0
+        self.events = 0
+        self._timed: list[tuple[float, int, str, object]] = []
+        self._order = itertools.count()
+        self._reduces: dict[str, ReduceFetches] = {}
+        self._stats: dict[str, dict] = {}
+        self._wants_schedule = False
+        self._heartbeat_due = False
+
+    # the event loop -------------------------------------------------------------------------------
+    def run(self, specs: list[JobSpec], on_status: Callable[[SimulationStatus], None] | None = None) -> None:
+        """Simulate the workload to its end. Raises SimulationTimeout past the scenario's max_duration_s."""
+        for spec in sorted(specs, key=lambda s: (s.arrival_s, s.job_id)):
+            self._at(spec.arrival_s, "arrive", spec)
+        ocs = self.scenario.ocs
+        if self.scenario.fabric.has_ocs and ocs.mode == "periodic":
+            self._at(ocs.reconfig_interval_s, "ocs_tick", ocs.reconfig_interval_s)
+        reported = time.monotonic()
+        while len(self.core.finished) < len(specs):
+            t = min(self.now + self.flows.time_to_next_finish(), self._timed[0][0] if self._timed else np.inf)
+            if t > self.scenario.max_duration_s:
+                raise SimulationTimeout(f"workload not done after max_duration_s={self.scenario.max_duration_s:g} "
+                                        f"simulated seconds ({len(self.core.finished)}/{len(specs)} jobs)")
+            self.flows.advance(t - self.now)
+            self.now = t
+            for flow in self.flows.pop_finished():
+                self._flow_finished(flow)
+            while self._timed and self._timed[0][0] <= t:
+                _, _, kind, payload = heapq.heappop(self._timed)
+                self._handle(kind, payload)
+            self._decide()
+            self.flows.settle()
+            self.events += 1
+            if on_status is not None and time.monotonic() - reported >= PROGRESS_INTERVAL_S:
+                on_status(self.status(len(specs)))
+                reported = time.monotonic()
+        if on_status is not None:
+            on_status(self.status(len(specs)))
+
+    def status(self, total: int) -> SimulationStatus:
+        running = sum(len(h.running) for h in self.cluster.hosts.values())
+        return SimulationStatus(len(self.core.finished), total, self.now, running, self.events)
+
+    def _at(self, when: float, kind: str, payload: object) -> None:
+        heapq.heappush(self._timed, (when, next(self._order), kind, payload))
+
+    def _handle(self, kind: str, payload: object) -> None:
+        if kind == "arrive":
+            self.core.submit(build_job(payload, self.scenario.container(), self.scenario.container()), self.now)
+            self._wants_schedule = True
+        elif kind == "computed":
+            self._task_done(*payload)
+        elif kind == "heartbeat":
+            self._heartbeat_due = False
+            self._wants_schedule = True
+        elif kind == "ocs_tick":
+            self._ocs_tick(payload)
+        elif kind == "ocs_lit":
+            for a, b in self.ocs.light():
+                self._reroute(a, b)
+
+    def _decide(self) -> None:
+        """Launch what the policy chooses, tell reducers about map outputs, and come back on the next
+        heartbeat if containers stay free while tasks wait."""
+        if self._wants_schedule:
+            self._wants_schedule = False
+            for launch in self.core.schedule(self.now):
+                self._launch(launch.task)
+            if not self._heartbeat_due and self._work_waits():
+                self._heartbeat_due = True
+                self._at(self.now + self.scenario.workers.heartbeat_s, "heartbeat", None)
+        for notice in self.core.shuffle_notices():
+            fetches = self._reduces[notice.reduce.task_id]
+            m = notice.map_task
+            if m.index not in fetches.sources:
+                fetches.queue.append(m.index)
+            fetches.sources[m.index] = (m.host, m.partition_bytes[fetches.task.index])
+            self._pump(fetches)
+
+    def _work_waits(self) -> bool:
+        return (any(len(p) for p in self.cluster.pending.values())
+                and any(h.free_slots > 0 for h in self.cluster.hosts.values()))
+
+    # tasks ----------------------------------------------------------------------------------------
+    def _launch(self, task: Task) -> None:
+        if task.kind is StageKind.MAP:
+            block = task.input_block
+            self._stats[task.task_id] = {"written_bytes": sum(task.partition_bytes) + task.output_bytes}
+            if task.host in block.replicas:
+                self._stats[task.task_id]["read_local_bytes"] = block.size_bytes
+                self._computing(task)
+            else:
+                source = self.cluster.input_sources(task)[0]
+                self._start_flow(Flow("input", task, task.attempt, -1, source, task.host, block.size_bytes, self.now))
+        else:
+            self._stats[task.task_id] = {"written_bytes": task.output_bytes}
+            self._reduces[task.task_id] = ReduceFetches(task, task.attempt, len(self.cluster.jobs[task.job_id].maps))
+
+    def _computing(self, task: Task) -> None:
+        self._at(self.now + task.compute_s, "computed", (task, task.attempt))
+
+    def _task_done(self, task: Task, attempt: int) -> None:
+        stats = self._stats.pop(task.task_id)
+        self._reduces.pop(task.task_id, None)
+        self.logs.tasks.write(task_row(task, self.now, self.cluster.rack_of, stats))
+        job = self.core.task_finished(task.task_id, attempt, self.now)
+        if job is not None:
+            self.logs.jobs.write(job_row(job))
+        self._wants_schedule = True
+
+    def _pump(self, fetches: ReduceFetches) -> None:
+        """Start fetches while the reducer has connections to spare and partitions to fetch."""
+        while fetches.queue and fetches.in_flight < PARALLEL_FETCHES:
+            index = fetches.queue.popleft()
+            host, size = fetches.sources[index]
+            fetches.in_flight += 1
+            task = fetches.task
+            self._start_flow(Flow("shuffle", task, fetches.attempt, index, host, task.host, size, self.now))
+
+    # flows ----------------------------------------------------------------------------------------
+    def _start_flow(self, flow: Flow) -> None:
+        cap = self.task_cap if flow.src != flow.dst else min(self.task_cap, LOOPBACK_BYTES_S)
+        a, b = self.cluster.rack_of[flow.src], self.cluster.rack_of[flow.dst]
+        self.flows.add(flow, cap, self.ocs.lit.get((a, b)) if self.circuits_carry_tasks else None)
+
+    def _flow_finished(self, flow: Flow) -> None:
+        task = flow.task
+        src_rack, dst_rack = self.cluster.rack_of[flow.src], self.cluster.rack_of[flow.dst]
+        path = "rack" if src_rack == dst_rack else path_by_ocs_share(flow.ocs_bytes / flow.size if flow.size else 0.0)
+        self.logs.flows.write({
+            "task_id": task.task_id, "attempt": flow.attempt, "kind": flow.kind, "src_host": flow.src,
+            "dst_host": flow.dst, "src_rack": src_rack, "dst_rack": dst_rack, "bytes": flow.size,
+            "start_s": round(flow.start_s, 6), "end_s": round(self.now, 6), "path": path})
+        if flow.kind == "input":
+            self._stats[task.task_id]["read_remote_bytes"] = flow.size
+            self._computing(task)
+            return
+        fetches = self._reduces[task.task_id]
+        fetches.in_flight -= 1
+        fetches.fetched += 1
+        fetches.fetched_bytes += flow.size
+        self.core.shuffle_fetched(task.task_id, flow.attempt, flow.map_index)
+        self._pump(fetches)
+        if fetches.fetched == fetches.n_maps:
+            self._stats[task.task_id]["fetched_bytes"] = fetches.fetched_bytes
+            self._computing(task)
+
+    # the OCS --------------------------------------------------------------------------------------
+    def _ocs_tick(self, due: float) -> None:
+        """A periodic reconfiguration (deferred while the previous one is still under way)."""
+        if self.now < self.ocs.busy_until:
+            self._at(self.ocs.busy_until, "ocs_tick", due)
+            return
+        racks = self.scenario.fabric.racks
+        hints = self.policy.ocs_demand(self.cluster) or [[0.0] * racks for _ in range(racks)]
+        demand = combined_demand(hints, self.flows.take_pair_bytes(), self.scenario.ocs.demand_source)
+        left, lit_at = self.ocs.reconfigure(self.now, demand)
+        for a, b in left:
+            self._reroute(a, b)
+        if lit_at is not None:
+            self.logs.ocs_events.write({k: round(v, 6) if isinstance(v, float) else v
+                                        for k, v in self.ocs.events[-1].items()})
+            self._at(lit_at, "ocs_lit", None)
+        interval = self.scenario.ocs.reconfig_interval_s
+        self._at(max(due + interval, self.now + FINISH_TOLERANCE_S), "ocs_tick", due + interval)
+
+    def _reroute(self, a: int, b: int) -> None:
+        if self.circuits_carry_tasks:
+            self.flows.reroute(a, b, self.ocs.lit.get((a, b)))

@@ -1,0 +1,118 @@
+"""The hybrid DCN as the flow model sees it: capacitated links, the path of each transfer, and the OCS
+controller's periodic mode as steps in simulated time.
+
+Links (bytes/s): each host's NIC up and down, each ToR's EPS uplink and the EPS core's downlink to it,
+each ToR's OCS ports out and in. A transfer between racks a and b crosses the source NIC, either the
+EPS up/down pair or the lit circuit a->b, and the destination NIC; within a rack only the two NICs;
+within a host (a reducer reading its own host's map output, over loopback) none.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from hybridbed.controller.circuits import (
+    Circuit,
+    Configuration,
+    configuration_as_list,
+    periodic_configuration,
+    steering_changes,
+)
+from hybridbed.testbed.spec import FabricSpec, OcsSpec
+
+MBPS_TO_BYTES_S = 1e6 / 8
+PATH_LINKS = 4  # source NIC, two core links, destination NIC
+
+
+class FabricLinks:
+    """Index and capacity of every link, and the links a transfer crosses."""
+
+    def __init__(self, fabric: FabricSpec, host_racks: dict[str, int]):
+        self.racks = fabric.racks
+        self.ports = fabric.ocs_ports_per_tor if fabric.has_ocs else 0
+        self.host_index = {name: i for i, name in enumerate(host_racks)}
+        self.host_rack = np.array(list(host_racks.values()), dtype=np.int64)
+        hosts = len(host_racks)
+        self._host_up, self._host_down = 0, hosts
+        self._eps_up, self._eps_down = 2 * hosts, 2 * hosts + self.racks
+        self._ocs_up = 2 * hosts + 2 * self.racks
+        self._ocs_down = self._ocs_up + self.racks * self.ports
+        self.none = self._ocs_down + self.racks * self.ports  # padding: a link nothing saturates
+        capacities = np.empty(self.none + 1)
+        capacities[: 2 * hosts] = fabric.host_rate_mbps * MBPS_TO_BYTES_S
+        capacities[self._eps_up: self._ocs_up] = fabric.eps_uplink_mbps * MBPS_TO_BYTES_S
+        capacities[self._ocs_up: self.none] = fabric.ocs_rate_mbps * MBPS_TO_BYTES_S
+        capacities[self.none] = np.inf
+        self.capacities = capacities
+
+    def path(self, src: int, dst: int, circuit: Circuit | None) -> tuple[int, int, int, int]:
+        """Links from host index `src` to host index `dst`, over `circuit` if one carries their racks' traffic."""
+        if src == dst:
+            return (self.none,) * PATH_LINKS
+        a, b = int(self.host_rack[src]), int(self.host_rack[dst])
+        up, down = self._host_up + src, self._host_down + dst
+        if a == b:
+            return up, down, self.none, self.none
+        return (up, *self.core_links(a, b, circuit), down)
+
+    def core_links(self, a: int, b: int, circuit: Circuit | None) -> tuple[int, int]:
+        """The two links between racks a and b: the EPS uplink and downlink, or the circuit's two OCS ports."""
+        if circuit is None:
+            return self._eps_up + a, self._eps_down + b
+        return (self._ocs_up + circuit.src_rack * self.ports + circuit.src_port,
+                self._ocs_down + circuit.dst_rack * self.ports + circuit.dst_port)
+
+    def is_eps_uplink(self, link: np.ndarray) -> np.ndarray:
+        return (link >= self._eps_up) & (link < self._eps_down)
+
+    def is_ocs_uplink(self, link: np.ndarray) -> np.ndarray:
+        return (link >= self._ocs_up) & (link < self._ocs_down)
+
+
+class SimulatedOcs:
+    """The controller's periodic reconfiguration as the flow model replays it.
+
+    At a tick the circuits become the max-weight matching of the elephant demand, as in the controller.
+    Rack pairs leaving a circuit go back to the EPS at once; new circuits carry traffic after the
+    reconfiguration delay (while dark, their pairs use the EPS); unchanged circuits carry on. Every
+    reconfiguration is recorded with the fields of the emulation's ocs_events.csv.
+    """
+
+    def __init__(self, racks: int, ports_per_tor: int, spec: OcsSpec):
+        self.racks = racks
+        self.ports_per_tor = ports_per_tor
+        self.spec = spec
+        self.circuits: Configuration = frozenset()
+        self.lit: dict[tuple[int, int], Circuit] = {}  # rack pairs whose traffic rides a circuit now
+        self.busy_until = 0.0  # a reconfiguration under way ends here
+        self.events: list[dict] = []
+        self._lighting: dict[tuple[int, int], Circuit] = {}
+
+    def reconfigure(self, now: float, demand: list[list[float]]) -> tuple[list[tuple[int, int]], float | None]:
+        """Match on `demand`. Returns the pairs that left their circuit now, and when the new circuits
+        light (None: nothing changed)."""
+        target = periodic_configuration(demand, self.spec.elephant_threshold_bytes, self.ports_per_tor, self.circuits)
+        removed, added = self.circuits - target, target - self.circuits
+        if not removed and not added:
+            return [], None
+        unsteer, steer = steering_changes(self.circuits, target)
+        for pair in unsteer:
+            self.lit.pop(pair, None)
+        serving = {(c.src_rack, c.dst_rack): c for c in sorted(target, reverse=True)}  # the lowest port wins
+        self._lighting = {pair: serving[pair] for pair in steer}
+        lit_at = now + self.spec.reconfig_delay_ms / 1000.0 if added else now
+        self.events.append({
+            "seq": len(self.events), "reason": "periodic", "requested_s": now, "dark_from_s": now,
+            "dark_until_s": lit_at, "done_s": lit_at, "configured_delay_ms": self.spec.reconfig_delay_ms,
+            "circuits_before": json.dumps(configuration_as_list(self.circuits)),
+            "circuits_after": json.dumps(configuration_as_list(target))})
+        self.circuits = target
+        self.busy_until = lit_at
+        return list(unsteer), lit_at
+
+    def light(self) -> list[tuple[int, int]]:
+        """The dark time is over: the new circuits carry their pairs' traffic. Returns those pairs."""
+        self.lit.update(self._lighting)
+        pairs, self._lighting = list(self._lighting), {}
+        return pairs
