@@ -56,12 +56,18 @@ class ClusterState:
     slowstart: float
     jobs: dict[str, Job] = field(default_factory=dict)  # arrived and not finished
     pending: dict[str, PendingTasks] = field(default_factory=dict)  # per job in `jobs`
+    # jobs of `jobs` with a task a policy may start (a pending map, or a pending reduce slowstart released):
+    # kept by the scheduler core, so that a policy looks only at these however many jobs wait
+    launchable: dict[str, Job] = field(default_factory=dict)
+    finished: set[str] = field(default_factory=set)  # ids of the jobs that are done
     now: float = 0.0
     network: NetworkView | None = None  # planners that model the network need it
     rack_of: dict[str, int] = field(init=False)  # hosts keep their rack for the whole run
+    _dead_racks: set[int] = field(init=False)
 
     def __post_init__(self) -> None:
         self.rack_of = {name: host.rack for name, host in self.hosts.items()}
+        self._dead_racks = self._racks_without_live_host()
 
     def containers_per_rack(self) -> int:
         """Containers of the fullest rack: the planners' uniform-rack view of the cluster."""
@@ -72,7 +78,22 @@ class ClusterState:
 
     def dead_racks(self) -> set[int]:
         """Racks with no live host (a planner's guidance for them no longer holds)."""
+        return self._dead_racks
+
+    def lose_host(self, name: str) -> None:
+        self.hosts[name].alive = False
+        self._dead_racks = self._racks_without_live_host()
+
+    def _racks_without_live_host(self) -> set[int]:
         return set(range(self.racks)) - {h.rack for h in self.hosts.values() if h.alive}
+
+    def update_launchable(self, job: Job) -> None:
+        """Re-judge whether the job has a task a policy may start (after its pending tasks or maps changed)."""
+        pending = self.pending.get(job.job_id)
+        if pending is not None and (pending.maps or (pending.reduces and self.reduces_released(job))):
+            self.launchable[job.job_id] = job
+        else:
+            self.launchable.pop(job.job_id, None)
 
     def alive(self) -> set[str]:
         return {name for name, host in self.hosts.items() if host.alive}

@@ -56,15 +56,22 @@ class SchedulerCore:
         for task in job.tasks:
             self.tasks[task.task_id] = task
             pending.add(task, rack_of, alive)
+        self.cluster.update_launchable(job)
 
-    def schedule(self, now: float) -> list[Launch]:
-        """Ask the policy to fill every free container; returns what to start where."""
+    def schedule(self, now: float, hosts: list[str] | None = None) -> list[Launch]:
+        """Ask the policy to fill the free containers of `hosts` (default: every host, in random order);
+        returns what to start where."""
         self.cluster.now = now
+        if not self.cluster.launchable:
+            return []  # no policy can start anything
         launches = []
-        hosts = [h for h in self.cluster.hosts.values() if h.free_slots > 0]
-        self.rng.shuffle(hosts)
-        for host in hosts:
-            while host.free_slots > 0 and self.cluster.jobs:
+        if hosts is None:
+            free = [h for h in self.cluster.hosts.values() if h.free_slots > 0]
+            self.rng.shuffle(free)
+        else:
+            free = [self.cluster.hosts[name] for name in hosts]
+        for host in free:
+            while host.free_slots > 0 and self.cluster.launchable:
                 task = self.policy.next_task(host, self.cluster)
                 if task is None:
                     break
@@ -88,6 +95,7 @@ class SchedulerCore:
         task.state, task.host, task.started_s = TaskState.RUNNING, host.name, now
         host.running[task.task_id] = task
         job.n_running += 1
+        self.cluster.update_launchable(job)
         if task.kind is StageKind.REDUCE:
             self._news.setdefault(job.job_id, ([], []))[1].append(task)
         if job.started_s is None:
@@ -106,10 +114,13 @@ class SchedulerCore:
         if task.kind is StageKind.MAP:
             job.maps_done += 1
             self._news.setdefault(job.job_id, ([], []))[0].append(task)
+            self.cluster.update_launchable(job)  # slowstart may have released its reduces
         if job.done:
             job.finished_s = now
             del self.cluster.jobs[job.job_id]
             del self.cluster.pending[job.job_id]
+            self.cluster.launchable.pop(job.job_id, None)
+            self.cluster.finished.add(job.job_id)
             for reduce in job.reduces:
                 self._told.pop(reduce.task_id, None)
             self._news.pop(job.job_id, None)
@@ -122,7 +133,7 @@ class SchedulerCore:
         (while their job still has reducers to feed). Returns the requeued tasks."""
         self.cluster.now = now
         host = self.cluster.hosts[name]
-        host.alive = False
+        self.cluster.lose_host(name)
         requeued = list(host.running.values())
         host.running.clear()
         for job in self.cluster.jobs.values():
@@ -138,6 +149,8 @@ class SchedulerCore:
             elif task.kind is StageKind.MAP:
                 job.maps_done -= 1
             self._requeue(task)
+        for job in self.cluster.jobs.values():  # a map that lost its output may un-release reduces
+            self.cluster.update_launchable(job)
         return requeued
 
     def task_failed(self, task_id: str, attempt: int, now: float) -> bool:
@@ -158,6 +171,7 @@ class SchedulerCore:
             self._told.pop(task.task_id, None)
             task.fetched_maps.clear()
         self.cluster.pending[task.job_id].add(task, self.cluster.rack_of, self.cluster.alive())
+        self.cluster.update_launchable(self.cluster.jobs[task.job_id])
 
     # shuffle --------------------------------------------------------------------------------------
     def shuffle_fetched(self, reduce_id: str, attempt: int, map_index: int) -> None:

@@ -5,6 +5,7 @@ map input bytes, shuffle bytes, reduce output bytes.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 SWIM_COLUMNS = ("job id", "submit time", "inter-job gap", "map input bytes", "shuffle bytes", "reduce output bytes")
@@ -14,9 +15,11 @@ class TraceError(ValueError):
     """A trace line that does not follow the format; the message names the file and line."""
 
 
-def read_swim(path: Path, limit: int | None = None, min_shuffle_bytes: float = 0) -> list[tuple[str, float, int, int, int]]:
+def read_swim(path: Path, limit: int | None = None, min_shuffle_bytes: float = 0,
+              max_shuffle_bytes: float = math.inf) -> list[tuple[str, float, int, int, int]]:
     """(job id, submit time, input, shuffle, output) per job, in file order; at most `limit` jobs, and
-    only those shuffling at least `min_shuffle_bytes` (how a study selects its jobs from a sample)."""
+    only those shuffling between `min_shuffle_bytes` and `max_shuffle_bytes` (how a study selects its
+    jobs from a sample)."""
     rows = []
     with Path(path).open() as trace:
         for number, line in enumerate(trace, start=1):
@@ -38,8 +41,21 @@ def read_swim(path: Path, limit: int | None = None, min_shuffle_bytes: float = 0
                     raise TraceError(f"{path}:{number}: {name} is negative ({value})")
             if submit < 0:
                 raise TraceError(f"{path}:{number}: submit time is negative ({submit})")
-            if sizes[1] >= min_shuffle_bytes:
+            if min_shuffle_bytes <= sizes[1] <= max_shuffle_bytes:
                 rows.append((fields[0], submit, *sizes))
     if not rows:
-        raise TraceError(f"{path}: no jobs" + (f" shuffling at least {min_shuffle_bytes:g} bytes" if min_shuffle_bytes else ""))
+        raise TraceError(f"{path}: no jobs shuffling between {min_shuffle_bytes:g} and {max_shuffle_bytes:g} bytes")
+    return rows
+
+
+def read_swim_files(paths: list[Path], limit: int | None = None, min_shuffle_bytes: float = 0,
+                    max_shuffle_bytes: float = math.inf) -> list[tuple[str, float, int, int, int]]:
+    """Jobs of several samples, one file after the other (as read_swim); with more than one file, job
+    ids get the file's position as a prefix (t0.job9, t1.job9), since every sample numbers from job0."""
+    rows: list[tuple[str, float, int, int, int]] = []
+    for k, path in enumerate(paths):
+        if limit is not None and len(rows) >= limit:
+            break
+        found = read_swim(path, None if limit is None else limit - len(rows), min_shuffle_bytes, max_shuffle_bytes)
+        rows += [(f"t{k}.{job_id}" if len(paths) > 1 else job_id, *rest) for job_id, *rest in found]
     return rows

@@ -6,8 +6,8 @@ reduce fetches the partition of every map as a flow, PARALLEL_FETCHES at a time 
 scheduler told it where they are, then computes. Flows share links max-min fairly (`fairshare`),
 each capped at the scenario's per-task cap as every fetch connection is in emulation. The OCS follows
 the controller's periodic mode (`fabric.SimulatedOcs`), matching on the policy's hints and the
-measured rack-to-rack bytes. Scheduling happens when work arrives or a task ends, and on every worker
-heartbeat while containers sit free and tasks wait (delay scheduling needs the clock to move on).
+measured rack-to-rack bytes. Every worker heartbeat (all workers beat together) and every job arrival
+offers every free container to the policy; a task's end offers its host's containers at once.
 
 Everything happens in a fixed order from the scenario's seed, so a run is reproducible to the byte.
 """
@@ -91,14 +91,15 @@ class Simulation:
         self._order = itertools.count()
         self._reduces: dict[str, ReduceFetches] = {}
         self._stats: dict[str, dict] = {}
-        self._wants_schedule = False
-        self._heartbeat_due = False
+        self._offer_all = False  # offer every host's free containers to the policy
+        self._offer: dict[str, None] = {}  # hosts whose containers to offer
 
     # the event loop -------------------------------------------------------------------------------
     def run(self, specs: list[JobSpec], on_status: Callable[[SimulationStatus], None] | None = None) -> None:
         """Simulate the workload to its end. Raises SimulationTimeout past the scenario's max_duration_s."""
         for spec in sorted(specs, key=lambda s: (s.arrival_s, s.job_id)):
             self._at(spec.arrival_s, "arrive", spec)
+        self._at(0.0, "heartbeat", None)
         ocs = self.scenario.ocs
         if self.scenario.fabric.has_ocs and ocs.mode == "periodic":
             self._at(ocs.reconfig_interval_s, "ocs_tick", ocs.reconfig_interval_s)
@@ -110,7 +111,7 @@ class Simulation:
                                         f"simulated seconds ({len(self.core.finished)}/{len(specs)} jobs)")
             self.flows.advance(t - self.now)
             self.now = t
-            for flow in self.flows.pop_finished():
+            for flow in self.flows.pop_finished(t):
                 self._flow_finished(flow)
             while self._timed and self._timed[0][0] <= t:
                 _, _, kind, payload = heapq.heappop(self._timed)
@@ -134,12 +135,12 @@ class Simulation:
     def _handle(self, kind: str, payload: object) -> None:
         if kind == "arrive":
             self.core.submit(build_job(payload, self.scenario.container(), self.scenario.container()), self.now)
-            self._wants_schedule = True
+            self._offer_all = True
         elif kind == "computed":
             self._task_done(*payload)
         elif kind == "heartbeat":
-            self._heartbeat_due = False
-            self._wants_schedule = True
+            self._offer_all = True
+            self._at(self.now + self.scenario.workers.heartbeat_s, "heartbeat", None)
         elif kind == "ocs_tick":
             self._ocs_tick(payload)
         elif kind == "ocs_lit":
@@ -147,15 +148,12 @@ class Simulation:
                 self._reroute(a, b)
 
     def _decide(self) -> None:
-        """Launch what the policy chooses, tell reducers about map outputs, and come back on the next
-        heartbeat if containers stay free while tasks wait."""
-        if self._wants_schedule:
-            self._wants_schedule = False
-            for launch in self.core.schedule(self.now):
+        """Launch what the policy chooses for the containers on offer, tell reducers about map outputs."""
+        if self._offer_all or self._offer:
+            hosts = None if self._offer_all else list(self._offer)
+            self._offer_all, self._offer = False, {}
+            for launch in self.core.schedule(self.now, hosts):
                 self._launch(launch.task)
-            if not self._heartbeat_due and self._work_waits():
-                self._heartbeat_due = True
-                self._at(self.now + self.scenario.workers.heartbeat_s, "heartbeat", None)
         for notice in self.core.shuffle_notices():
             fetches = self._reduces[notice.reduce.task_id]
             m = notice.map_task
@@ -163,10 +161,6 @@ class Simulation:
                 fetches.queue.append(m.index)
             fetches.sources[m.index] = (m.host, m.partition_bytes[fetches.task.index])
             self._pump(fetches)
-
-    def _work_waits(self) -> bool:
-        return (any(len(p) for p in self.cluster.pending.values())
-                and any(h.free_slots > 0 for h in self.cluster.hosts.values()))
 
     # tasks ----------------------------------------------------------------------------------------
     def _launch(self, task: Task) -> None:
@@ -193,7 +187,7 @@ class Simulation:
         job = self.core.task_finished(task.task_id, attempt, self.now)
         if job is not None:
             self.logs.jobs.write(job_row(job))
-        self._wants_schedule = True
+        self._offer[task.host] = None
 
     def _pump(self, fetches: ReduceFetches) -> None:
         """Start fetches while the reducer has connections to spare and partitions to fetch."""

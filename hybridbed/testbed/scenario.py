@@ -6,6 +6,7 @@ emulated to the real link rates (the JobPacker paper's GENI emulation used 1/100
 """
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 from typing import Literal
@@ -17,7 +18,7 @@ from hybridbed.scheduler.cluster import ClusterState, HostState, NetworkView
 from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.model import JobSpec, Resources
 from hybridbed.scheduler.policy import UnknownPolicy, make_policy
-from hybridbed.scheduler.swim import read_swim
+from hybridbed.scheduler.swim import read_swim_files
 from hybridbed.scheduler.synthetic import facebook_like
 from hybridbed.scheduler.workload import JobShape, Predictions, make_jobs
 from hybridbed.testbed.spec import FabricSpec, OcsSpec, SpecError, parse_spec
@@ -76,20 +77,30 @@ class PredictionSpec(_Strict):
 class WorkloadSpec(_Strict):
     source: Literal["synthetic", "swim"] = "synthetic"
     jobs: int = Field(default=12, ge=1, le=100_000)
-    trace: Path | None = Field(default=None, description="SWIM trace file (source: swim)")
+    trace: Path | list[Path] | None = Field(default=None, description="SWIM trace file, or files read one after "
+                                            "the other (source: swim)")
     arrival_window_s: float = Field(default=0.0, ge=0, description="0: a batch; else arrivals uniform in the window")
-    max_shuffle_gb: float | None = Field(default=None, gt=0, description="truncate the synthetic shuffle-size tail")
+    max_shuffle_gb: float | None = Field(default=None, gt=0, description="synthetic: cap every job's shuffle at "
+                                         "this; swim: leave out trace jobs shuffling more")
     min_shuffle_gb: float = Field(default=0.0, ge=0, description="take only trace jobs shuffling at least this")
     shape: ShapeSpec = ShapeSpec()
     predictions: PredictionSpec = PredictionSpec()
 
     @model_validator(mode="after")
     def _trace_given(self) -> "WorkloadSpec":
-        if self.source == "swim" and self.trace is None:
+        if self.source == "swim" and not self.trace_files():
             raise ValueError("trace: a SWIM workload needs the trace file")
-        if self.source == "swim" and not self.trace.is_file():
-            raise ValueError(f"trace: no such file {self.trace}")
+        for path in self.trace_files():
+            if not path.is_file():
+                raise ValueError(f"trace: no such file {path}")
+        if self.max_shuffle_gb is not None and self.max_shuffle_gb < self.min_shuffle_gb:
+            raise ValueError(f"max_shuffle_gb {self.max_shuffle_gb:g} is below min_shuffle_gb {self.min_shuffle_gb:g}")
         return self
+
+    def trace_files(self) -> list[Path]:
+        if self.trace is None:
+            return []
+        return self.trace if isinstance(self.trace, list) else [self.trace]
 
 
 class SchedulerSpec(_Strict):
@@ -164,7 +175,8 @@ class Scenario(_Strict):
         rng = random.Random(self.seed)
         w = self.workload
         if w.source == "swim":
-            rows = read_swim(w.trace, limit=w.jobs, min_shuffle_bytes=w.min_shuffle_gb * 1e9)
+            rows = read_swim_files(w.trace_files(), w.jobs, w.min_shuffle_gb * 1e9,
+                                   w.max_shuffle_gb * 1e9 if w.max_shuffle_gb else math.inf)
             if w.arrival_window_s:
                 rows = sorted(((i, rng.uniform(0, w.arrival_window_s), *s) for i, _, *s in rows), key=lambda r: r[1])
             else:
@@ -187,8 +199,11 @@ def load_scenario(path: Path, overrides: dict | None = None) -> Scenario:
     if not isinstance(data, dict):
         raise SpecError(f"{path}: a scenario is a mapping of fields, got {type(data).__name__}")
     trace = (data.get("workload") or {}).get("trace")
-    if isinstance(trace, str) and not Path(trace).is_absolute():
-        data["workload"]["trace"] = str(Path(path).resolve().parent / trace)  # relative to the scenario file
+    here = Path(path).resolve().parent
+    if isinstance(trace, str):  # relative to the scenario file
+        data["workload"]["trace"] = str(here / trace)
+    elif isinstance(trace, list):
+        data["workload"]["trace"] = [str(here / t) if isinstance(t, str) else t for t in trace]
     for key, value in (overrides or {}).items():  # "backend" or "section.field"
         *section, field = key.split(".")
         (data.setdefault(section[0], {}) if section else data)[field] = value

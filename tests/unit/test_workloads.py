@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hybridbed.scheduler.swim import TraceError, read_swim
+from hybridbed.scheduler.swim import TraceError, read_swim, read_swim_files
 from hybridbed.scheduler.synthetic import facebook_like
 from hybridbed.scheduler.workload import JobShape, Predictions, derive_job, make_jobs
 from hybridbed.testbed.scenario import load_scenario
@@ -96,8 +96,19 @@ def test_swim_selection_takes_the_first_jobs_that_shuffle_enough(tmp_path):
     trace.write_text("".join(f"job{i}\t{i}\t1\t10\t{i * 100}\t5\n" for i in range(10)))
     rows = read_swim(trace, limit=3, min_shuffle_bytes=450)
     assert [r[0] for r in rows] == ["job5", "job6", "job7"]
-    with pytest.raises(TraceError, match="at least 5000"):
+    assert [r[0] for r in read_swim(trace, min_shuffle_bytes=450, max_shuffle_bytes=600)] == ["job5", "job6"]
+    with pytest.raises(TraceError, match="between 5000"):
         read_swim(trace, min_shuffle_bytes=5000)
+
+
+def test_several_swim_samples_are_read_one_after_the_other_with_distinct_ids(tmp_path):
+    first, second = tmp_path / "a.tsv", tmp_path / "b.tsv"
+    first.write_text("".join(f"job{i}\t{i}\t1\t10\t{i * 100}\t5\n" for i in range(3)))
+    second.write_text("".join(f"job{i}\t{i}\t1\t10\t{i * 1000}\t5\n" for i in range(3)))
+    rows = read_swim_files([first, second], limit=4, min_shuffle_bytes=100)
+    assert [r[0] for r in rows] == ["t0.job1", "t0.job2", "t1.job1", "t1.job2"]
+    assert [r[3] for r in rows] == [100, 200, 1000, 2000]
+    assert [r[0] for r in read_swim_files([first], min_shuffle_bytes=100)] == ["job1", "job2"]
 
 
 @pytest.mark.parametrize("variant", ["", "-online", "-mixed"])

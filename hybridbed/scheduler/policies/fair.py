@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hybridbed.scheduler.cluster import ClusterState, HostState
-from hybridbed.scheduler.locality import Locality
 from hybridbed.scheduler.model import Job, Task
 from hybridbed.scheduler.policy import Policy
 
@@ -31,7 +30,7 @@ class FairPolicy(Policy):
         self._waiting_since: dict[str, float] = {}
 
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
-        return self.pick(host, cluster, cluster.jobs.values())
+        return self.pick(host, cluster, cluster.launchable.values())
 
     def pick(self, host: HostState, cluster: ClusterState, jobs: Iterable[Job]) -> Task | None:
         """Fair's choice among the given jobs (planning policies hand it the jobs their plan leaves out)."""
@@ -42,16 +41,16 @@ class FairPolicy(Policy):
         return None
 
     def _map_after_delay(self, job: Job, host: HostState, cluster: ClusterState) -> Task | None:
-        task, level = cluster.best_map(job, host)
-        if task is None:
+        pending = cluster.pending[job.job_id]
+        if not pending.maps:
             return None
-        if level is Locality.NODE:
+        task = pending.node_local(host.name)
+        if task is not None:
             self._waiting_since.pop(job.job_id, None)
             return task
         waited = cluster.now - self._waiting_since.setdefault(job.job_id, cluster.now)
-        allowed = Locality.NODE
-        if waited >= self.node_delay_s:
-            allowed = Locality.RACK
-        if waited >= self.node_delay_s + self.rack_delay_s:
-            allowed = Locality.OFF_RACK
-        return task if level <= allowed else None
+        if waited < self.node_delay_s:
+            return None
+        if waited < self.node_delay_s + self.rack_delay_s:
+            return pending.rack_local(host.rack)
+        return pending.rack_local(host.rack) or pending.any_map()

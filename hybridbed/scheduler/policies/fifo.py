@@ -11,7 +11,7 @@ class FifoPolicy(Policy):
     summary = "jobs in arrival order; the oldest job's best-local map, else its released reduces (YARN FIFO)"
 
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
-        for job in sorted(cluster.jobs.values(), key=lambda j: (j.spec.arrival_s, j.job_id)):
+        for job in sorted(cluster.launchable.values(), key=lambda j: (j.spec.arrival_s, j.job_id)):
             task = cluster.best_map(job, host)[0] or cluster.released_reduce(job)
             if task is not None:
                 return task

@@ -64,8 +64,9 @@ class JobPackerPolicy(PlannedPolicy):
         remaining = [[0.0] * racks for _ in range(racks)]
         aggregate = [[0.0] * racks for _ in range(racks)]
         rack_of = cluster.rack_of
-        for job_id in self._released & cluster.jobs.keys():
-            job = cluster.jobs[job_id]
+        for job_id, job in cluster.jobs.items():  # in arrival order, so the sums come out the same every run
+            if job_id not in self._released:
+                continue
             sources = [m for m in job.maps if m.host is not None]
             for reduce in job.reduces:
                 if reduce.state is not TaskState.RUNNING:

@@ -31,8 +31,7 @@ class PlannedPolicy(Policy):
         self.fair = FairPolicy()
         self.offline = Plan()
         self.network: NetworkView | None = None  # set by plan(); run-time rules read the threshold from it
-        self._seen: set[str] = set()
-        self._finished: set[str] = set()
+        self._pruned: dict[int, int] = {}  # rack -> how many jobs had finished when its sequence was pruned
 
     # planning -------------------------------------------------------------------------------------
     def plan(self, jobs: list[JobSpec], cluster: ClusterState) -> None:
@@ -68,13 +67,13 @@ class PlannedPolicy(Policy):
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
         dead = cluster.dead_racks()
         for job_id, kind in self._sequence(host.rack, cluster):
-            job = cluster.jobs.get(job_id)
+            job = cluster.launchable.get(job_id)
             if job is None or not self._follows_plan(job_id, dead):
                 continue
             task = cluster.best_map(job, host)[0] if kind is StageKind.MAP else self._reduce_for(job, host, cluster)
             if task is not None:
                 return task
-        adhoc = [j for j in cluster.jobs.values() if not self._follows_plan(j.job_id, dead)]
+        adhoc = [j for j in cluster.launchable.values() if not self._follows_plan(j.job_id, dead)]
         return self.adhoc_task(host, cluster, adhoc) if adhoc else None
 
     def adhoc_task(self, host: HostState, cluster: ClusterState, jobs: list[Job]) -> Task | None:
@@ -88,15 +87,11 @@ class PlannedPolicy(Policy):
         return not dead_racks.intersection(racks)
 
     def _sequence(self, rack: int, cluster: ClusterState) -> Iterable[tuple[str, StageKind]]:
-        """The rack's sequence without the entries of finished jobs (dropped as they are found)."""
+        """The rack's sequence without the entries of finished jobs (dropped when more jobs have finished)."""
         sequence = self.offline.sequences.get(rack, [])
-        for job_id, _ in sequence:
-            if job_id in cluster.jobs:
-                self._seen.add(job_id)
-            elif job_id in self._seen:
-                self._finished.add(job_id)
-        if any(job_id in self._finished for job_id, _ in sequence):
-            sequence = self.offline.sequences[rack] = [e for e in sequence if e[0] not in self._finished]
+        if self._pruned.get(rack) != len(cluster.finished):
+            self._pruned[rack] = len(cluster.finished)
+            sequence = self.offline.sequences[rack] = [e for e in sequence if e[0] not in cluster.finished]
         return sequence
 
     def _reduce_for(self, job: Job, host: HostState, cluster: ClusterState) -> Task | None:
