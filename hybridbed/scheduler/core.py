@@ -60,7 +60,9 @@ class SchedulerCore:
 
     def schedule(self, now: float, hosts: list[str] | None = None) -> list[Launch]:
         """Ask the policy to fill the free containers of `hosts` (default: every host, in random order);
-        returns what to start where."""
+        returns what to start where. Hosts take one task per round, round after round until none takes
+        more (YARN's one container per node heartbeat): a job's tasks spread over hosts instead of
+        filling one host's containers, whose single NIC would then carry all their traffic."""
         self.cluster.now = now
         if not self.cluster.launchable:
             return []  # no policy can start anything
@@ -70,14 +72,18 @@ class SchedulerCore:
             self.rng.shuffle(free)
         else:
             free = [self.cluster.hosts[name] for name in hosts]
-        for host in free:
-            while host.free_slots > 0 and self.cluster.launchable:
-                task = self.policy.next_task(host, self.cluster)
+        while free and self.cluster.launchable:
+            taking = []
+            for host in free:
+                task = self.policy.next_task(host, self.cluster) if self.cluster.launchable else None
                 if task is None:
-                    break
+                    continue
                 self._check_launch(task, host)
                 self._start(task, host, now)
                 launches.append(Launch(task, host.name))
+                if host.free_slots > 0:
+                    taking.append(host)
+            free = taking
         return launches
 
     def _check_launch(self, task: Task, host: HostState) -> None:

@@ -100,6 +100,11 @@ def summarize(out_dir: Path, jobs_total: int, status: str, started_at: float | N
         return float(np.percentile(jct, q)) if len(jct) else None
 
     cross = flows[flows["src_rack"] != flows["dst_rack"]] if len(flows) else flows
+    recurring = jobs["recurring"].astype(str) == "True"
+
+    def median_of(kind: pd.Series) -> float | None:
+        return float(jobs.loc[kind, "jct_s"].median()) if kind.any() else None
+
     summary = {
         "status": status,
         "jobs_total": jobs_total,
@@ -108,6 +113,7 @@ def summarize(out_dir: Path, jobs_total: int, status: str, started_at: float | N
         "jct_mean_s": float(jct.mean()) if len(jct) else None,
         "jct_median_s": pct(50), "jct_p5_s": pct(5), "jct_p25_s": pct(25), "jct_p75_s": pct(75),
         "jct_p90_s": pct(90), "jct_p95_s": pct(95),
+        "jct_median_recurring_s": median_of(recurring), "jct_median_adhoc_s": median_of(~recurring),
         "shuffle_bytes_moved": int(flows.loc[flows["kind"] == "shuffle", "bytes"].sum()) if len(flows) else 0,
         "cross_rack_bytes": int(cross["bytes"].sum()) if len(cross) else 0,
     }

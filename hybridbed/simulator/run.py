@@ -29,10 +29,9 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
         ("jobs.csv", JOB_FIELDS), ("tasks.csv", TASK_FIELDS), ("flows.csv", FLOW_PATH_FIELDS),
         ("ocs_events.csv", OCS_EVENT_FIELDS))))
     simulation = Simulation(scenario, logs)
-    report = None
+    report: Callable[[SimulationStatus], None] | None = None
     if on_progress is not None:
-        def report(s: SimulationStatus) -> None:
-            on_progress(Progress(s.jobs_done, s.jobs_total, s.sim_time_s, s.running_tasks))
+        report = lambda s: on_progress(Progress(s.jobs_done, s.jobs_total, s.sim_time_s, s.running_tasks))  # noqa: E731
     status, started = "failed", time.perf_counter()
     planning_s = 0.0
     try:

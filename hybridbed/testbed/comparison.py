@@ -21,7 +21,7 @@ F_EPS = "f-eps"
 BASELINE = "fair"
 PAPER_SETUPS = ("fair", "corral", "jobpacker", F_EPS)
 COLUMNS = ["setup", "status", "makespan_s", "makespan_vs_fair", "jct_median_s", "jct_p5_s", "jct_p95_s",
-           "ocs_byte_share", "reconfigurations", "jobs_done"]
+           "jct_median_recurring_s", "jct_median_adhoc_s", "ocs_byte_share", "reconfigurations", "jobs_done"]
 
 
 def available_setups() -> list[str]:
