@@ -154,9 +154,7 @@ class SchedulerCore:
                 job.n_running -= 1
             elif task.kind is StageKind.MAP:
                 job.maps_done -= 1
-            self._requeue(task)
-        for job in self.cluster.jobs.values():  # a map that lost its output may un-release reduces
-            self.cluster.update_launchable(job)
+            self._requeue(task)  # re-judges the job's launchability: a lost map output may un-release reduces
         return requeued
 
     def task_failed(self, task_id: str, attempt: int, now: float) -> bool:

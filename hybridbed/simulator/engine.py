@@ -29,6 +29,7 @@ from hybridbed.scheduler.results import CsvLog, job_row, task_row
 from hybridbed.simulator.fabric import MBPS_TO_BYTES_S, FabricLinks, SimulatedOcs
 from hybridbed.simulator.flows import FINISH_TOLERANCE_S, Flow, FlowTable
 from hybridbed.testbed.addressing import FabricPlan
+from hybridbed.testbed.backends import Progress
 from hybridbed.testbed.path_accounting import path_by_ocs_share
 from hybridbed.testbed.scenario import Scenario
 from hybridbed.workers.task import PARALLEL_FETCHES
@@ -62,15 +63,6 @@ class ResultLogs:
     ocs_events: CsvLog
 
 
-@dataclass
-class SimulationStatus:
-    jobs_done: int
-    jobs_total: int
-    sim_time_s: float
-    running_tasks: int
-    events: int
-
-
 class Simulation:
     def __init__(self, scenario: Scenario, logs: ResultLogs):
         self.scenario = scenario
@@ -95,7 +87,7 @@ class Simulation:
         self._offer: dict[str, None] = {}  # hosts whose containers to offer
 
     # the event loop -------------------------------------------------------------------------------
-    def run(self, specs: list[JobSpec], on_status: Callable[[SimulationStatus], None] | None = None) -> None:
+    def run(self, specs: list[JobSpec], on_progress: Callable[[Progress], None] | None = None) -> None:
         """Simulate the workload to its end. Raises SimulationTimeout past the scenario's max_duration_s."""
         for spec in sorted(specs, key=lambda s: (s.arrival_s, s.job_id)):
             self._at(spec.arrival_s, "arrive", spec)
@@ -119,15 +111,15 @@ class Simulation:
             self._decide()
             self.flows.settle()
             self.events += 1
-            if on_status is not None and time.monotonic() - reported >= PROGRESS_INTERVAL_S:
-                on_status(self.status(len(specs)))
+            if on_progress is not None and time.monotonic() - reported >= PROGRESS_INTERVAL_S:
+                on_progress(self.progress(len(specs)))
                 reported = time.monotonic()
-        if on_status is not None:
-            on_status(self.status(len(specs)))
+        if on_progress is not None:
+            on_progress(self.progress(len(specs)))
 
-    def status(self, total: int) -> SimulationStatus:
+    def progress(self, total: int) -> Progress:
         running = sum(len(h.running) for h in self.cluster.hosts.values())
-        return SimulationStatus(len(self.core.finished), total, self.now, running, self.events)
+        return Progress(len(self.core.finished), total, self.now, running)
 
     def _at(self, when: float, kind: str, payload: object) -> None:
         heapq.heappush(self._timed, (when, next(self._order), kind, payload))

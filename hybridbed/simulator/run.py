@@ -13,7 +13,7 @@ from typing import Callable
 
 from hybridbed.scheduler.results import (FLOW_PATH_FIELDS, JOB_FIELDS, OCS_EVENT_FIELDS, TASK_FIELDS, CsvLog,
                                          add_uplink_totals, summarize, write_plan)
-from hybridbed.simulator.engine import ResultLogs, Simulation, SimulationStatus, SimulationTimeout
+from hybridbed.simulator.engine import ResultLogs, Simulation, SimulationTimeout
 from hybridbed.testbed.backends import Progress, RunFailed
 from hybridbed.testbed.scenario import Scenario
 
@@ -29,16 +29,13 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
         ("jobs.csv", JOB_FIELDS), ("tasks.csv", TASK_FIELDS), ("flows.csv", FLOW_PATH_FIELDS),
         ("ocs_events.csv", OCS_EVENT_FIELDS))))
     simulation = Simulation(scenario, logs)
-    report: Callable[[SimulationStatus], None] | None = None
-    if on_progress is not None:
-        report = lambda s: on_progress(Progress(s.jobs_done, s.jobs_total, s.sim_time_s, s.running_tasks))  # noqa: E731
     status, started = "failed", time.perf_counter()
     planning_s = 0.0
     try:
         simulation.policy.plan(specs, simulation.cluster)
         planning_s = time.perf_counter() - started
         write_plan(out_dir, simulation.policy)
-        simulation.run(specs, report)
+        simulation.run(specs, on_progress)
         status = "done"
     except SimulationTimeout as err:
         raise RunFailed(str(err)) from err
