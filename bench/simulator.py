@@ -41,7 +41,7 @@ def main() -> None:
             table.add_row(setup, f"{summary['makespan_s']:.1f}", f"{wall:.1f}", f"{summary['planning_wall_s']:.1f}",
                           f"{wall / TARGET_S:.2f}", str(events), f"{events / wall:.0f}", str(flows))
             print(json.dumps({"setup": setup, "wall_s": wall, "events": events}), flush=True)
-    Console().print(table)
+    Console(width=140).print(table)
 
 
 if __name__ == "__main__":

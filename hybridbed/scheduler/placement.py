@@ -28,10 +28,9 @@ def choose_replicas(hosts_by_rack: dict[int, list[str]], rng: random.Random, rep
         spare = [h for h in hosts_by_rack[second_rack] if h not in chosen]
         if replicas > 2 and spare:
             chosen.append(rng.choice(spare))
-    pool = [h for r in racks for h in hosts_by_rack[r] if h not in chosen]
-    rng.shuffle(pool)
-    while len(chosen) < replicas and pool:
-        chosen.append(pool.pop())
+    if len(chosen) < replicas:  # small racks: the rest anywhere
+        pool = [h for r in racks for h in hosts_by_rack[r] if h not in chosen]
+        chosen.extend(rng.sample(pool, min(replicas - len(chosen), len(pool))))
     return tuple(chosen)
 
 

@@ -76,11 +76,17 @@ class Plan:
 
 
 class Timeline:
-    """Container free times T[rack, container], and every booking made (for checks and plots)."""
+    """Container free times T[rack, container], and every booking made (for checks and plots).
+
+    Each rack's free times are kept sorted (with the container each belongs to beside them), so
+    "when are k containers of every rack free" is one column, not a partition per query: the planners
+    ask it for every candidate placement of every job."""
 
     def __init__(self, racks: int, containers_per_rack: int):
-        self.free = np.zeros((racks, containers_per_rack))
+        self.free = np.zeros((racks, containers_per_rack))  # ascending along each row
+        self.ids = np.tile(np.arange(containers_per_rack), (racks, 1))  # the container of each free time
         self.bookings: list[Booking] = []
+        self.records = True  # a scratch copy only times a placement
 
     @property
     def racks(self) -> int:
@@ -91,22 +97,22 @@ class Timeline:
         return self.free.shape[1]
 
     def scratch_copy(self) -> "Timeline":
-        """The same free times and no bookings: for trying a placement before committing it."""
+        """The same free times, recording no bookings: for trying a placement before committing it."""
         other = Timeline.__new__(Timeline)
-        other.free, other.bookings = self.free.copy(), []
+        other.free, other.ids, other.bookings, other.records = self.free.copy(), self.ids.copy(), [], False
         return other
 
     def ready_s(self, per_rack: int, not_before: float) -> np.ndarray:
         """For every rack, when `per_rack` of its containers are free (all of them if it has fewer)."""
-        k = min(per_rack, self.containers_per_rack) - 1
-        return np.maximum(np.partition(self.free, k, axis=1)[:, k], not_before)
+        return np.maximum(self.free[:, min(per_rack, self.containers_per_rack) - 1], not_before)
 
     def earliest_racks(self, count: int, per_rack: int, not_before: float,
                        prefer: tuple[int, ...] = ()) -> tuple[int, ...]:
         """The `count` racks that can start `per_rack` tasks soonest; ties go to `prefer`red racks, then
         to the less booked rack."""
         ready = self.ready_s(per_rack, not_before)
-        preferred = np.isin(np.arange(self.racks), prefer)
+        preferred = np.zeros(self.racks, dtype=bool)
+        preferred[list(prefer)] = True
         order = np.lexsort((np.arange(self.racks), self.free.sum(axis=1), ~preferred, ready))
         return tuple(sorted(int(r) for r in order[:count]))
 
@@ -131,15 +137,18 @@ class Timeline:
         for rack, count in counts.items():
             if count == 0:
                 continue
-            row = self.free[rack]
-            # only the `count` containers that free first can ever be the earliest one
-            heap = [(max(float(row[k]), not_before), int(k)) for k in np.argsort(row, kind="stable")[:count]]
-            heapq.heapify(heap)
+            row, ids = self.free[rack], self.ids[rack]
+            # only the `count` containers that free first can ever be the earliest one; the row is
+            # sorted, so they are its first `count`, and as a sorted list they already form a heap
+            heap = [(max(float(row[k]), not_before), k) for k in range(min(count, row.size))]
             for _ in range(count):
                 begin, k = heap[0]
-                self.bookings.append(Booking(job_id, kind, rack, k, begin, begin + duration_s))
+                if self.records:
+                    self.bookings.append(Booking(job_id, kind, rack, int(ids[k]), begin, begin + duration_s))
                 start, end = min(start, begin), max(end, begin + duration_s)
                 row[k] = begin + duration_s
                 heapq.heapreplace(heap, (row[k], k))
+            order = np.argsort(row, kind="stable")
+            row[:], ids[:] = row[order], ids[order]
         racks = tuple(sorted(r for r, c in counts.items() if c))
         return StagePlacement(racks, start if start < math.inf else not_before, end)
