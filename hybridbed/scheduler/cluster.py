@@ -63,10 +63,14 @@ class ClusterState:
     now: float = 0.0
     network: NetworkView | None = None  # planners that model the network need it
     rack_of: dict[str, int] = field(init=False)  # hosts keep their rack for the whole run
+    rack_hosts: dict[int, list[str]] = field(init=False)  # every host of each rack, live or not
     _dead_racks: set[int] = field(init=False)
 
     def __post_init__(self) -> None:
         self.rack_of = {name: host.rack for name, host in self.hosts.items()}
+        self.rack_hosts = {r: [] for r in range(self.racks)}
+        for name, host in self.hosts.items():
+            self.rack_hosts[host.rack].append(name)
         self._dead_racks = self._racks_without_live_host()
 
     def containers_per_rack(self) -> int:

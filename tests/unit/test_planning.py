@@ -261,6 +261,20 @@ def test_jobpacker_sparsity_rule_keeps_shuffle_heavy_ad_hoc_jobs_apart():
         assert second.job_id == "l"  # then only light work beside it
 
 
+def test_jobpacker_sparsity_rule_never_leaves_a_container_idle():
+    state = cluster(racks=1, hosts=1, slots=2)
+    policy = JobPackerPolicy(adhoc_heavy_input_gb=0.001)
+    heavy = [JobSpec(f"h{i}", 0, 2_000_000, 2_000_000, 0, 1, 1, 1, 1) for i in range(2)]
+    core = SchedulerCore(policy, state, random.Random(1))
+    policy.plan(heavy, state)
+    for s in heavy:
+        core.submit(build_job(s, CONTAINER, CONTAINER), 0.0)
+    host = next(iter(state.hosts.values()))
+    core._start(policy.next_task(host, state), host, 0.0)
+    second = policy.next_task(host, state)  # no light job waits: the rule's preference yields
+    assert second is not None and second.job_id.startswith("h")
+
+
 def test_a_job_planned_on_a_dead_rack_falls_back_to_fair():
     state = cluster(racks=3, hosts=1, slots=2)
     policy = JobPackerPolicy()

@@ -89,12 +89,11 @@ class JobPackerPolicy(PlannedPolicy):
         heavy, light = [], []
         for job in jobs:
             (heavy if self._shuffle_heavy(job, heavy_input) else light).append(job)
-        rack_hosts = (h for h in cluster.hosts.values() if h.rack == host.rack)
         busy_with_heavy = any(self._shuffle_heavy(cluster.jobs[t.job_id], heavy_input)
-                              for h in rack_hosts for t in h.running.values() if t.job_id in cluster.jobs)
-        if busy_with_heavy:
-            return self.fair.pick(host, cluster, light)
-        return self.fair.pick(host, cluster, heavy) or self.fair.pick(host, cluster, light)
+                              for name in cluster.rack_hosts[host.rack]
+                              for t in cluster.hosts[name].running.values() if t.job_id in cluster.jobs)
+        first, second = (light, heavy) if busy_with_heavy else (heavy, light)
+        return self.fair.pick(host, cluster, first) or self.fair.pick(host, cluster, second)
 
     def _shuffle_heavy(self, job: Job, heavy_input_bytes: float) -> bool:
         if job.job_id in self.offline.jobs:
