@@ -31,8 +31,9 @@ class HostState:
     rack: int
     slots: int
     capacity: Resources
-    running: dict[str, Task] = field(default_factory=dict)
+    running: dict[str, Task] = field(default_factory=dict)  # changed only through start/stop/clear
     alive: bool = True
+    used: Resources = field(default=Resources(0, 0))  # the demands of the running tasks, summed
 
     @property
     def free_slots(self) -> int:
@@ -40,13 +41,25 @@ class HostState:
 
     @property
     def free(self) -> Resources:
-        used = Resources(0, 0, 0, 0)
-        for task in self.running.values():
-            used = used + task.demand
-        return self.capacity - used
+        return self.capacity - self.used
 
     def can_run(self, task: Task) -> bool:
-        return self.free_slots > 0 and task.demand.fits_in(self.free)
+        """A free container with room for the task's cores and memory (disk and network may be over-allocated,
+        as YARN does; a packing policy checks them itself)."""
+        return self.free_slots > 0 and task.demand.allocatable_in(self.free)
+
+    def start(self, task: Task) -> None:
+        self.running[task.task_id] = task
+        self.used = self.used + task.demand
+
+    def stop(self, task_id: str) -> None:
+        task = self.running.pop(task_id, None)
+        if task is not None:
+            self.used = self.used - task.demand
+
+    def clear(self) -> None:
+        self.running.clear()
+        self.used = Resources(0, 0)
 
 
 @dataclass
@@ -65,6 +78,7 @@ class ClusterState:
     rack_of: dict[str, int] = field(init=False)  # hosts keep their rack for the whole run
     rack_hosts: dict[int, list[str]] = field(init=False)  # every host of each rack, live or not
     _dead_racks: set[int] = field(init=False)
+    _capacity: Resources = field(init=False)
 
     def __post_init__(self) -> None:
         self.rack_of = {name: host.rack for name, host in self.hosts.items()}
@@ -72,6 +86,23 @@ class ClusterState:
         for name, host in self.hosts.items():
             self.rack_hosts[host.rack].append(name)
         self._dead_racks = self._racks_without_live_host()
+        self._capacity = self._live_capacity()
+
+    def capacity(self) -> Resources:
+        """The live hosts' resources together (the denominator of a job's dominant share)."""
+        return self._capacity
+
+    def _live_capacity(self) -> Resources:
+        total = Resources(0, 0)
+        for host in self.hosts.values():
+            if host.alive:
+                total = total + host.capacity
+        return total
+
+    def dominant_share(self, job: Job) -> float:
+        """DRF's dominant share of the job's running tasks, over cores and memory."""
+        return max(job.allocated.cores / self._capacity.cores if self._capacity.cores else 0.0,
+                   job.allocated.memory_mb / self._capacity.memory_mb if self._capacity.memory_mb else 0.0)
 
     def containers_per_rack(self) -> int:
         """Containers of the fullest rack: the planners' uniform-rack view of the cluster."""
@@ -87,6 +118,7 @@ class ClusterState:
     def lose_host(self, name: str) -> None:
         self.hosts[name].alive = False
         self._dead_racks = self._racks_without_live_host()
+        self._capacity = self._live_capacity()
 
     def _racks_without_live_host(self) -> set[int]:
         return set(range(self.racks)) - {h.rack for h in self.hosts.values() if h.alive}

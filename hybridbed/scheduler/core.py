@@ -99,8 +99,8 @@ class SchedulerCore:
         job = self.cluster.jobs[task.job_id]
         self.cluster.pending[job.job_id].remove(task)
         task.state, task.host, task.started_s = TaskState.RUNNING, host.name, now
-        host.running[task.task_id] = task
-        job.n_running += 1
+        host.start(task)
+        job.task_started(task)
         self.cluster.update_launchable(job)
         if task.kind is StageKind.REDUCE:
             self._news.setdefault(job.job_id, ([], []))[1].append(task)
@@ -114,10 +114,12 @@ class SchedulerCore:
         if task.state is not TaskState.RUNNING or task.attempt != attempt:
             return None
         job = self.cluster.jobs[task.job_id]
-        self.cluster.hosts[task.host].running.pop(task_id, None)
-        job.n_running -= 1
+        self.cluster.hosts[task.host].stop(task_id)
+        job.task_stopped(task)
         task.state, task.finished_s = TaskState.DONE, now
-        if task.kind is StageKind.MAP:
+        if task.kind is StageKind.REDUCE:
+            job.reduces_done += 1
+        else:
             job.maps_done += 1
             self._news.setdefault(job.job_id, ([], []))[0].append(task)
             self.cluster.update_launchable(job)  # slowstart may have released its reduces
@@ -141,7 +143,7 @@ class SchedulerCore:
         host = self.cluster.hosts[name]
         self.cluster.lose_host(name)
         requeued = list(host.running.values())
-        host.running.clear()
+        host.clear()
         for job in self.cluster.jobs.values():
             if any(r.state is not TaskState.DONE for r in job.reduces):
                 requeued += [m for m in job.maps if m.state is TaskState.DONE and m.host == name]
@@ -151,7 +153,7 @@ class SchedulerCore:
         for task in requeued:
             job = self.cluster.jobs[task.job_id]
             if task.state is TaskState.RUNNING:
-                job.n_running -= 1
+                job.task_stopped(task)
             elif task.kind is StageKind.MAP:
                 job.maps_done -= 1
             self._requeue(task)  # re-judges the job's launchability: a lost map output may un-release reduces
@@ -163,8 +165,8 @@ class SchedulerCore:
         if task.state is not TaskState.RUNNING or task.attempt != attempt:
             return False
         self.cluster.now = now
-        self.cluster.hosts[task.host].running.pop(task_id, None)
-        self.cluster.jobs[task.job_id].n_running -= 1
+        self.cluster.hosts[task.host].stop(task_id)
+        self.cluster.jobs[task.job_id].task_stopped(task)
         self._requeue(task)
         return True
 

@@ -9,29 +9,42 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 
 @dataclass(frozen=True)
 class Resources:
-    """A multi-resource demand or capacity: cores, memory, disk and network bandwidth."""
+    """A multi-resource demand or capacity: cores and memory (what YARN allocates and the workers'
+    cgroups enforce), and disk and network bandwidth in each direction (what a packing policy such as
+    Tetris also allocates; 0 in a capacity means the dimension is not modelled)."""
     cores: float = 1.0
     memory_mb: float = 256.0
-    disk_mbps: float = 0.0
-    net_mbps: float = 0.0
+    disk_read_mbps: float = 0.0
+    disk_write_mbps: float = 0.0
+    net_in_mbps: float = 0.0
+    net_out_mbps: float = 0.0
 
-    def fits_in(self, capacity: "Resources") -> bool:
-        """Cores and memory always count; disk and network only where the capacity gives a bandwidth."""
-        pairs = [(self.cores, capacity.cores), (self.memory_mb, capacity.memory_mb)]
-        pairs += [(d, c) for d, c in ((self.disk_mbps, capacity.disk_mbps), (self.net_mbps, capacity.net_mbps)) if c > 0]
-        return all(demand <= cap + 1e-9 for demand, cap in pairs)
+    NAMES: ClassVar[tuple[str, ...]] = ("cores", "memory_mb", "disk_read_mbps", "disk_write_mbps",
+                                        "net_in_mbps", "net_out_mbps")
+
+    def vector(self) -> tuple[float, ...]:
+        return (self.cores, self.memory_mb, self.disk_read_mbps, self.disk_write_mbps, self.net_in_mbps,
+                self.net_out_mbps)
+
+    def fits_in(self, free: "Resources", capacity: "Resources") -> bool:
+        """The free resources hold the demand in every dimension the capacity models (cores and memory always)."""
+        return all(d <= f + 1e-9 for i, (d, f, c) in enumerate(zip(self.vector(), free.vector(), capacity.vector()))
+                   if i < 2 or c > 0)
+
+    def allocatable_in(self, capacity: "Resources") -> bool:
+        """Cores and memory fit: what the scheduler core checks, as YARN does, whatever the policy."""
+        return self.cores <= capacity.cores + 1e-9 and self.memory_mb <= capacity.memory_mb + 1e-9
 
     def __add__(self, other: "Resources") -> "Resources":
-        return Resources(self.cores + other.cores, self.memory_mb + other.memory_mb,
-                         self.disk_mbps + other.disk_mbps, self.net_mbps + other.net_mbps)
+        return Resources(*(a + b for a, b in zip(self.vector(), other.vector())))
 
     def __sub__(self, other: "Resources") -> "Resources":
-        return Resources(self.cores - other.cores, self.memory_mb - other.memory_mb,
-                         self.disk_mbps - other.disk_mbps, self.net_mbps - other.net_mbps)
+        return Resources(*(a - b for a, b in zip(self.vector(), other.vector())))
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,8 @@ class JobSpec:
     reduce_compute_s: float
     recurring: bool = False
     predicted: Predicted | None = None
+    map_demand: Resources | None = None  # per-task demands; None: the scenario's container
+    reduce_demand: Resources | None = None
 
     def __post_init__(self) -> None:
         if self.n_maps < 1:
@@ -121,8 +136,11 @@ class Stage:
 class Job:
     spec: JobSpec
     stages: list[Stage]
-    n_running: int = 0  # kept by the scheduler core, so that policies never count tasks
+    # kept by the scheduler core, so that policies never count tasks
+    n_running: int = 0
+    allocated: Resources = Resources(0, 0)  # the demands of its running tasks, summed
     maps_done: int = 0
+    reduces_done: int = 0
     started_s: float | None = None
     finished_s: float | None = None
 
@@ -144,10 +162,18 @@ class Job:
 
     @property
     def done(self) -> bool:
-        return all(t.state is TaskState.DONE for t in self.tasks)
+        return self.maps_done == len(self.maps) and self.reduces_done == len(self.reduces)
 
     def map_fraction_done(self) -> float:
         return self.maps_done / len(self.maps)
+
+    def task_started(self, task: Task) -> None:
+        self.n_running += 1
+        self.allocated = self.allocated + task.demand
+
+    def task_stopped(self, task: Task) -> None:
+        self.n_running -= 1
+        self.allocated = self.allocated - task.demand
 
 
 def split_evenly(total: int, parts: int) -> list[int]:
@@ -157,7 +183,10 @@ def split_evenly(total: int, parts: int) -> list[int]:
 
 
 def build_job(spec: JobSpec, map_demand: Resources, reduce_demand: Resources) -> Job:
-    """Stages and tasks of a MapReduce job; every byte of input, shuffle and output is accounted for."""
+    """Stages and tasks of a MapReduce job; every byte of input, shuffle and output is accounted for.
+    The demands given are the defaults for a spec that names none of its own."""
+    map_demand = spec.map_demand or map_demand
+    reduce_demand = spec.reduce_demand or reduce_demand
     block_sizes = split_evenly(spec.input_bytes, spec.n_maps)
     per_map_shuffle = split_evenly(spec.shuffle_bytes, spec.n_maps)
     partitions = [split_evenly(b, spec.n_reduces) if spec.n_reduces else [] for b in per_map_shuffle]

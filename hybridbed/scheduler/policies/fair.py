@@ -32,11 +32,16 @@ class FairPolicy(Policy):
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
         return self.pick(host, cluster, cluster.launchable.values())
 
+    def share(self, job: Job, cluster: ClusterState) -> float:
+        """How much of the cluster the job holds; the job holding least is offered first."""
+        return job.n_running
+
     def pick(self, host: HostState, cluster: ClusterState, jobs: Iterable[Job]) -> Task | None:
-        """Fair's choice among the given jobs (planning policies hand it the jobs their plan leaves out)."""
-        for job in sorted(jobs, key=lambda j: (j.n_running, j.spec.arrival_s, j.job_id)):
+        """Fair's choice among the given jobs (planning policies hand it the jobs their plan leaves out).
+        A job whose task needs more cores or memory than the host has free is passed over."""
+        for job in sorted(jobs, key=lambda j: (self.share(j, cluster), j.spec.arrival_s, j.job_id)):
             task = self._map_after_delay(job, host, cluster) or cluster.released_reduce(job)
-            if task is not None:
+            if task is not None and host.can_run(task):
                 return task
         return None
 

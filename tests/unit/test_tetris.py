@@ -1,0 +1,145 @@
+"""Tetris and DRF on the Tetris paper's worked example (§2.1, Fig. 1) and the packing heuristics on hand cases."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.core import SchedulerCore
+from hybridbed.scheduler.model import JobSpec, Resources, build_job
+from hybridbed.scheduler.pending import PendingTasks
+from hybridbed.scheduler.policies.drf import DrfPolicy
+from hybridbed.scheduler.policies.tetris import TetrisPolicy, alignment, remaining_work
+from hybridbed.scheduler.policy import Policy
+
+T = 1.0  # every task's duration when it gets the resources it asks for
+NEGLIGIBLE = dict(cores=0, memory_mb=0)  # "negligible CPU and memory" (§2.1)
+
+
+def fig1_jobs() -> list[JobSpec]:
+    """Jobs A, B, C: maps of <1 core, 2 GB> (A, 18 of them) or <3 cores, 1 GB> (B, C, 6 each); three
+    reduces each needing 1 Gb/s of network in, with negligible cores and memory."""
+    reduce = Resources(**NEGLIGIBLE, net_in_mbps=1000)
+    return [JobSpec(name, 0.0, maps, maps, 0, maps, 3, T, T, map_demand=Resources(cores, memory_gb * 1000),
+                    reduce_demand=reduce)
+            for name, maps, cores, memory_gb in (("A", 18, 1, 2), ("B", 6, 3, 1), ("C", 6, 3, 1))]
+
+
+def run_to_completion(policy: Policy, machines: int = 1) -> dict[str, float]:
+    """The Fig. 1 cluster (18 cores, 36 GB, 3 Gb/s in all, split over `machines`): tasks take T at the
+    rate they ask for; reduces on a machine share its network, so over-allocated ones run slower.
+    Returns each job's finish time."""
+    capacity = Resources(18 / machines, 36_000 / machines, net_in_mbps=3000 / machines)
+    hosts = {f"m{i}": HostState(f"m{i}", 0, 100, capacity) for i in range(machines)}
+    cluster = ClusterState(1, hosts, slowstart=1.0)  # a strict barrier between the phases
+    core = SchedulerCore(policy, cluster, random.Random(0), replicas=1)
+    for spec in fig1_jobs():
+        core.submit(build_job(spec, Resources(), Resources()), 0.0)
+    now, left = 0.0, {}  # task -> work left, in units of T at its full rate
+    while cluster.jobs:
+        for launch in core.schedule(now):
+            left[launch.task.task_id] = T
+        rates = {}
+        for host in hosts.values():
+            asked = sum(t.demand.net_in_mbps for t in host.running.values())
+            for task in host.running.values():
+                rates[task.task_id] = min(1.0, capacity.net_in_mbps / asked) if task.demand.net_in_mbps else 1.0
+        step = min(left[t] / rates[t] for t in left)
+        now += step
+        for task_id in list(left):
+            left[task_id] -= rates[task_id] * step
+            if left[task_id] <= 1e-9:
+                del left[task_id]
+                core.task_finished(task_id, core.tasks[task_id].attempt, now)
+    return {job.job_id: round(job.finished_s, 6) for job in core.finished}
+
+
+def test_fig1_packing_finishes_the_jobs_at_2t_3t_4t():
+    finish = run_to_completion(TetrisPolicy())
+    assert sorted(finish.values()) == [2 * T, 3 * T, 4 * T]
+
+
+def test_fig1_drf_over_cores_and_memory_finishes_every_job_at_6t():
+    # maps in 3t (A runs 6 at a time, B and C 2 each), then all nine reducers at once on 3 Gb/s: 3t more
+    assert run_to_completion(DrfPolicy()) == {"A": 6 * T, "B": 6 * T, "C": 6 * T}
+
+
+def test_fig1_on_three_machines_packing_still_beats_drf():
+    tetris, drf = run_to_completion(TetrisPolicy(), machines=3), run_to_completion(DrfPolicy(), machines=3)
+    assert sorted(tetris.values()) == [2 * T, 3 * T, 4 * T]
+    assert max(tetris.values()) < max(drf.values())
+    assert sum(tetris.values()) < sum(drf.values())
+
+
+def test_tetris_never_over_allocates_the_network():
+    policy = TetrisPolicy()
+    capacity = Resources(18, 36_000, net_in_mbps=3000)
+    host = HostState("m", 0, 100, capacity)
+    cluster = ClusterState(1, {"m": host}, slowstart=0.0)
+    core = SchedulerCore(policy, cluster, random.Random(0), replicas=1)
+    for spec in fig1_jobs():
+        core.submit(build_job(spec, Resources(), Resources()), 0.0)
+    core.schedule(0.0)
+    assert sum(t.demand.net_in_mbps for t in host.running.values()) <= 3000
+    assert host.used.cores <= 18 and host.used.memory_mb <= 36_000
+
+
+def test_alignment_prefers_the_task_that_fills_what_is_free():
+    capacity = Resources(10, 10_000, net_in_mbps=1000)
+    free = Resources(8, 2000, net_in_mbps=1000)  # plenty of cores, little memory
+    cpu_heavy, memory_heavy = Resources(4, 500), Resources(1, 2000)
+    assert alignment(free, cpu_heavy, capacity) == pytest.approx(0.8 * 0.4 + 0.2 * 0.05)
+    assert alignment(free, cpu_heavy, capacity) > alignment(free, memory_heavy, capacity)
+    # a dimension the capacity does not model does not count
+    assert alignment(free, Resources(4, 500, disk_read_mbps=100), capacity) == alignment(free, cpu_heavy, capacity)
+
+
+def test_remaining_work_counts_tasks_still_to_schedule():
+    capacity = Resources(10, 10_000)
+    job = build_job(JobSpec("j", 0, 4, 4, 0, 4, 2, 2.0, 3.0), Resources(1, 1000), Resources(2, 0))
+    pending = PendingTasks()
+    for task in job.tasks:
+        pending.add(task, {}, set())
+    full = 4 * (0.1 + 0.1) * 2.0 + 2 * 0.2 * 3.0
+    assert remaining_work(pending, capacity) == pytest.approx(full)
+    pending.remove(job.maps[0])
+    assert remaining_work(pending, capacity) == pytest.approx(full - 0.2 * 2.0)
+
+
+def test_fairness_knob_limits_the_choice_to_the_jobs_furthest_below_their_share():
+    capacity = Resources(4, 4000)
+    hosts = {"m": HostState("m", 0, 4, capacity)}
+    cluster = ClusterState(1, hosts, slowstart=1.0)
+    policy = TetrisPolicy(fairness=0.5)
+    core = SchedulerCore(policy, cluster, random.Random(0), replicas=1)
+    for i in range(4):
+        core.submit(build_job(JobSpec(f"j{i}", float(i), 1, 0, 0, 2, 0, 1, 1), Resources(1, 100), Resources()), 0.0)
+    core._start(cluster.pending["j0"].any_map(), hosts["m"], 0.0)
+    core._start(cluster.pending["j1"].any_map(), hosts["m"], 0.0)
+    eligible = [j.job_id for j in policy.eligible_jobs(cluster)]
+    assert eligible == ["j2", "j3"]  # ⌈(1 − 0.5)·4⌉ = 2 jobs, those holding nothing
+
+
+def test_barrier_knob_promotes_the_last_tasks_of_a_stage():
+    capacity = Resources(4, 4000)
+    hosts = {"m": HostState("m", 0, 4, capacity)}
+    cluster = ClusterState(1, hosts, slowstart=1.0)
+    policy = TetrisPolicy(fairness=0.0, barrier=0.5, srtf_weight=0.0)
+    core = SchedulerCore(policy, cluster, random.Random(0), replicas=1)
+    # "big" aligns better (more cores), "nearly" has half its maps done: past the barrier, it goes first
+    core.submit(build_job(JobSpec("big", 0, 1, 0, 0, 4, 0, 1, 1), Resources(2, 100), Resources()), 0.0)
+    core.submit(build_job(JobSpec("nearly", 1, 1, 0, 0, 2, 0, 1, 1), Resources(1, 100), Resources()), 0.0)
+    first = cluster.pending["nearly"].any_map()
+    core._start(first, hosts["m"], 0.0)
+    core.task_finished(first.task_id, first.attempt, 1.0)
+    assert policy.next_task(hosts["m"], cluster).job_id == "nearly"
+    assert TetrisPolicy(fairness=0.0, barrier=1.0, srtf_weight=0.0).next_task(hosts["m"], cluster).job_id == "big"
+
+
+@pytest.mark.parametrize("params, field", [({"fairness": 1.0}, "fairness"), ({"barrier": 1.5}, "barrier"),
+                                           ({"srtf_weight": -1}, "srtf_weight"), ({"remote_penalty": 1}, "remote_penalty"),
+                                           ({"fair_share": "lottery"}, "fair_share")])
+def test_tetris_parameters_are_checked(params, field):
+    with pytest.raises(ValueError, match=field):
+        TetrisPolicy(**params)
