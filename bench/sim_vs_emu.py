@@ -22,9 +22,9 @@ TARGET = 0.15
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("scenario", nargs="?", type=Path, default=QUICKSTART)
-    parser.add_argument("--policies", default=",".join(default_setups()))
+    parser.add_argument("--policies", help="comma-separated setups (default: the scenario's comparison setups)")
     args = parser.parse_args()
-    setups = args.policies.split(",")
+    setups = args.policies.split(",") if args.policies else default_setups(load_scenario(args.scenario))
     tables = {}
     with tempfile.TemporaryDirectory() as tmp:
         for backend in ("simulation", "emulation"):

@@ -27,7 +27,8 @@ def _fabric_arguments(parser: argparse.ArgumentParser, racks: int | None = None,
     group.add_argument("--oversubscription", type=float, help="rack host capacity / EPS uplink rate (default 10)")
     group.add_argument("--ocs-rate", type=float, help="ToR-OCS rate, Mb/s (default 20)")
     group.add_argument("--ocs-ports", type=int, help="OCS ports per ToR (default 1)")
-    group.add_argument("--variant", choices=["hybrid", "f-eps"], help="f-eps: no OCS, EPS uplinks at the OCS rate")
+    group.add_argument("--variant", choices=["hybrid", "f-eps", "eps"],
+                       help="f-eps: no OCS, EPS uplinks at the OCS rate; eps: no OCS, EPS as configured")
 
 
 def _ocs_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,7 +85,7 @@ def cmd_net(args: argparse.Namespace) -> int:
     try:
         console.print(
             f"[bold]run {net.run_id}[/bold]: {fabric.racks} racks x {fabric.hosts_per_rack} hosts, "
-            f"{'EPS only (f-eps)' if not fabric.has_ocs else 'EPS + OCS'}, {net.datapath} datapath, up in {net.bringup_s:.1f} s\n"
+            f"{f'EPS only ({fabric.variant})' if not fabric.has_ocs else 'EPS + OCS'}, {net.datapath} datapath, up in {net.bringup_s:.1f} s\n"
             f"  host {fabric.host_rate_mbps:g} Mb/s, ToR-EPS {fabric.eps_uplink_mbps:g} Mb/s"
             + (f", ToR-OCS {fabric.ocs_rate_mbps:g} Mb/s; OCS {ocs.mode}, delay {ocs.reconfig_delay_ms:g} ms, steering {ocs.steering}" if fabric.has_ocs else "")
             + f"\n  REST API: ip netns exec {net.run_id} curl -s 127.0.0.1:8080/circuits"
@@ -187,7 +188,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from hybridbed.testbed.comparison import available_setups, compare, default_setups
 
     scenario = _load_for_backend(args)
-    setups = args.policies.split(",") if args.policies else default_setups()
+    setups = args.policies.split(",") if args.policies else default_setups(scenario)
     unknown = [s for s in setups if s not in available_setups()]
     if unknown:
         raise SpecError(f"--policies: unknown {', '.join(unknown)}; available: {', '.join(available_setups())}")
@@ -272,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare = sub.add_parser("compare", help="run a scenario under several policies and compare them")
     compare.add_argument("scenario", help="scenario YAML file")
     compare.add_argument("--policies", help="comma-separated setups: registered policies and f-eps "
-                                            "(default: those of fair, corral, jobpacker, f-eps that exist)")
+                                            "(default: the scenario's compare list, else fair, corral, jobpacker, f-eps)")
     compare.add_argument("--out", help="results directory (default results/<scenario>-compare-<time>)")
     compare.add_argument("--json", action="store_true", help="print one JSON object keyed by setup")
     compare.add_argument("--backend", choices=["emulation", "simulation"], help="override the scenario's backend")

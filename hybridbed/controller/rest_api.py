@@ -83,7 +83,7 @@ class FabricRestApi:
 
     def put_circuits(self, request: Request) -> Response:
         if not self.c.fabric.has_ocs:
-            return _json(409, {"error": "this fabric has no OCS (variant f-eps)"})
+            return _json(409, {"error": f"this fabric has no OCS (variant {self.c.fabric.variant})"})
         if self.c.ocs.mode != "pinned":
             return _json(409, {"error": "circuits are set by the controller in periodic mode; post demand instead"})
         if not self.c.ready:

@@ -26,6 +26,7 @@ from hybridbed.scheduler.core import Launch, ShuffleNotice
 from hybridbed.scheduler.model import Job, StageKind, Task, build_job
 from hybridbed.scheduler.results import (FLOW_FIELDS, JOB_FIELDS, TASK_FIELDS, USAGE_FIELDS, CsvLog, job_row,
                                          summarize, task_row, write_plan)
+from hybridbed.scheduler.transfers import network_cap_mbps
 from hybridbed.testbed.scenario import Scenario
 from hybridbed.workers.task import write_bytes
 
@@ -220,13 +221,14 @@ class SchedulerServer:
             self._lose(host, "control connection broke")
 
     def _task_message(self, task: Task) -> dict:
-        s = self.scenario
-        cap = s.workers.task_rate_cap_mbps
+        s, demand = self.scenario, task.demand
+        cap = network_cap_mbps(demand, task.kind, s.workers.task_rate_cap_mbps)
         message = {
             "task_id": task.task_id, "attempt": task.attempt, "kind": task.kind.value,
-            "cores": task.demand.cores, "memory_mb": task.demand.memory_mb, "compute_s": task.compute_s,
+            "cores": demand.cores, "memory_mb": demand.memory_mb, "compute_s": task.compute_s,
             "partition_bytes": task.partition_bytes, "output_bytes": task.output_bytes,
             "output_dir": _output_dir(task), "rate_bps": cap * 1e6 if cap else None,
+            "disk_read_bps": demand.disk_read_mbps * 1e6 or None, "disk_write_bps": demand.disk_write_mbps * 1e6 or None,
         }
         if task.kind is StageKind.MAP:
             message["input"] = {"path": f"blocks/{task.input_block.block_id}", "sources": [

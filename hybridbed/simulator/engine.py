@@ -1,10 +1,12 @@
 """The flow-level simulator: the emulation's scheduler core and policy objects, driven by simulated time.
 
-What the emulation's workers do, modelled: a map reads its input block (from its own host at no
-network cost, else from the nearest replica as a flow) and then computes for its modelled time; a
-reduce fetches the partition of every map as a flow, PARALLEL_FETCHES at a time in the order the
-scheduler told it where they are, then computes. Flows share links max-min fairly (`fairshare`),
-each capped at the scenario's per-task cap as every fetch connection is in emulation. The OCS follows
+What the emulation's workers do, modelled: a map streams, reading its input block (from the nearest
+replica as a flow, or from its own host: over its disk where disks are modelled, else at no cost) while
+it computes for its modelled time and writes its output (over its disk, where modelled); it is done when
+all are. A reduce fetches the partition of every map as a flow, PARALLEL_FETCHES at a time in the order
+the scheduler told it where they are, then computes while writing its output. Flows share links max-min
+fairly (`fairshare`), each held to the cap `scheduler.transfers` gives it (its task's allocated rate,
+the scenario's per-task cap), as the emulation's workers pace theirs. The OCS follows
 the controller's periodic mode (`fabric.SimulatedOcs`), matching on the policy's hints and the
 measured rack-to-rack bytes. Every worker heartbeat (all workers beat together) and every job arrival
 offers every free container to the policy; a task's end offers its host's containers at once.
@@ -26,6 +28,7 @@ from hybridbed.controller.circuits import combined_demand
 from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.model import JobSpec, StageKind, Task, build_job
 from hybridbed.scheduler.results import CsvLog, job_row, task_row
+from hybridbed.scheduler.transfers import connection_cap_mbps
 from hybridbed.simulator.fabric import MBPS_TO_BYTES_S, FabricLinks, SimulatedOcs
 from hybridbed.simulator.flows import FINISH_TOLERANCE_S, Flow, FlowTable
 from hybridbed.testbed.addressing import FabricPlan
@@ -71,10 +74,10 @@ class Simulation:
         host_racks = {h.name: h.rack for h in FabricPlan(fabric).hosts()}  # the emulation's host names
         self.core: SchedulerCore = scenario.scheduler_core(host_racks)
         self.policy, self.cluster = self.core.policy, self.core.cluster
-        self.links = FabricLinks(fabric, host_racks)
+        workers = scenario.workers
+        self.links = FabricLinks(fabric, host_racks, workers.disk_read_mbps_per_host, workers.disk_write_mbps_per_host)
         self.flows = FlowTable(self.links)
-        cap = scenario.workers.task_rate_cap_mbps
-        self.task_cap = cap * MBPS_TO_BYTES_S if cap else np.inf
+        self.task_cap_mbps = workers.task_rate_cap_mbps
         self.ocs = SimulatedOcs(fabric.racks, self.links.ports, scenario.scaled_ocs())
         self.circuits_carry_tasks = scenario.ocs.steering == "all"  # in `marked` mode task traffic is unmarked
         self.now = 0.0
@@ -82,6 +85,7 @@ class Simulation:
         self._timed: list[tuple[float, int, str, object]] = []
         self._order = itertools.count()
         self._reduces: dict[str, ReduceFetches] = {}
+        self._parts: dict[str, int] = {}  # per running task: its transfers and compute still under way
         self._stats: dict[str, dict] = {}
         self._offer_all = False  # offer every host's free containers to the policy
         self._offer: dict[str, None] = {}  # hosts whose containers to offer
@@ -129,7 +133,7 @@ class Simulation:
             self.core.submit(build_job(payload, self.scenario.container(), self.scenario.container()), self.now)
             self._offer_all = True
         elif kind == "computed":
-            self._task_done(*payload)
+            self._part_done(*payload)
         elif kind == "heartbeat":
             self._offer_all = True
             self._at(self.now + self.scenario.workers.heartbeat_s, "heartbeat", None)
@@ -156,25 +160,46 @@ class Simulation:
 
     # tasks ----------------------------------------------------------------------------------------
     def _launch(self, task: Task) -> None:
+        """A map streams: it reads its block, computes and writes its output at once, and is done when all
+        three are. A reducer first fetches every partition, then computes and writes its output at once."""
         if task.kind is StageKind.MAP:
             block = task.input_block
-            self._stats[task.task_id] = {"written_bytes": sum(task.partition_bytes) + task.output_bytes}
+            stats = self._stats[task.task_id] = {"written_bytes": sum(task.partition_bytes) + task.output_bytes}
             if task.host in block.replicas:
-                self._stats[task.task_id]["read_local_bytes"] = block.size_bytes
-                self._computing(task)
+                stats["read_local_bytes"] = block.size_bytes
+                source = task.host if self.links.models_disk else None  # else a local read costs nothing
             else:
+                stats["read_remote_bytes"] = block.size_bytes
                 source = self.cluster.input_sources(task)[0]
-                self._start_flow(Flow("input", task, task.attempt, -1, source, task.host, block.size_bytes, self.now))
+            self._parts[task.task_id] = 0
+            if source is not None:
+                self._start_part(Flow("input", task, task.attempt, -1, source, task.host, block.size_bytes, self.now))
+            self._compute_and_write(task, task.attempt)
         else:
             self._stats[task.task_id] = {"written_bytes": task.output_bytes}
             self._reduces[task.task_id] = ReduceFetches(task, task.attempt, len(self.cluster.jobs[task.job_id].maps))
 
-    def _computing(self, task: Task) -> None:
-        self._at(self.now + task.compute_s, "computed", (task, task.attempt))
+    def _compute_and_write(self, task: Task, attempt: int) -> None:
+        """Start the task's compute and (where disks are modelled) the write of its output."""
+        written = self._stats[task.task_id]["written_bytes"]
+        self._parts[task.task_id] = self._parts.get(task.task_id, 0) + 1
+        self._at(self.now + task.compute_s, "computed", (task, attempt))
+        if self.links.models_disk and written:
+            self._start_part(Flow("write", task, attempt, -1, task.host, task.host, written, self.now))
+
+    def _start_part(self, flow: Flow) -> None:
+        self._parts[flow.task.task_id] += 1
+        self._start_flow(flow)
+
+    def _part_done(self, task: Task, attempt: int) -> None:
+        self._parts[task.task_id] -= 1
+        if self._parts[task.task_id] == 0:
+            self._task_done(task, attempt)
 
     def _task_done(self, task: Task, attempt: int) -> None:
         stats = self._stats.pop(task.task_id)
         self._reduces.pop(task.task_id, None)
+        self._parts.pop(task.task_id, None)
         self.logs.tasks.write(task_row(task, self.now, self.cluster.rack_of, stats))
         job = self.core.task_finished(task.task_id, attempt, self.now)
         if job is not None:
@@ -192,21 +217,28 @@ class Simulation:
 
     # flows ----------------------------------------------------------------------------------------
     def _start_flow(self, flow: Flow) -> None:
-        cap = self.task_cap if flow.src != flow.dst else min(self.task_cap, LOOPBACK_BYTES_S)
+        local = flow.src == flow.dst
+        cap_mbps = connection_cap_mbps(flow.task.demand, flow.kind, local, self.task_cap_mbps)
+        cap = cap_mbps * MBPS_TO_BYTES_S if cap_mbps else np.inf
+        if local and flow.kind == "shuffle":
+            cap = min(cap, LOOPBACK_BYTES_S)
         a, b = self.cluster.rack_of[flow.src], self.cluster.rack_of[flow.dst]
         self.flows.add(flow, cap, self.ocs.lit.get((a, b)) if self.circuits_carry_tasks else None)
 
     def _flow_finished(self, flow: Flow) -> None:
         task = flow.task
+        if flow.kind == "write":
+            self._part_done(task, flow.attempt)
+            return
         src_rack, dst_rack = self.cluster.rack_of[flow.src], self.cluster.rack_of[flow.dst]
-        path = "rack" if src_rack == dst_rack else path_by_ocs_share(flow.ocs_bytes / flow.size if flow.size else 0.0)
-        self.logs.flows.write({
-            "task_id": task.task_id, "attempt": flow.attempt, "kind": flow.kind, "src_host": flow.src,
-            "dst_host": flow.dst, "src_rack": src_rack, "dst_rack": dst_rack, "bytes": flow.size,
-            "start_s": round(flow.start_s, 6), "end_s": round(self.now, 6), "path": path})
+        if flow.kind == "shuffle" or flow.src != flow.dst:  # what the emulation's workers log: connections
+            path = "rack" if src_rack == dst_rack else path_by_ocs_share(flow.ocs_bytes / flow.size if flow.size else 0.0)
+            self.logs.flows.write({
+                "task_id": task.task_id, "attempt": flow.attempt, "kind": flow.kind, "src_host": flow.src,
+                "dst_host": flow.dst, "src_rack": src_rack, "dst_rack": dst_rack, "bytes": flow.size,
+                "start_s": round(flow.start_s, 6), "end_s": round(self.now, 6), "path": path})
         if flow.kind == "input":
-            self._stats[task.task_id]["read_remote_bytes"] = flow.size
-            self._computing(task)
+            self._part_done(task, flow.attempt)
             return
         fetches = self._reduces[task.task_id]
         fetches.in_flight -= 1
@@ -216,7 +248,7 @@ class Simulation:
         self._pump(fetches)
         if fetches.fetched == fetches.n_maps:
             self._stats[task.task_id]["fetched_bytes"] = fetches.fetched_bytes
-            self._computing(task)
+            self._compute_and_write(task, fetches.attempt)
 
     # the OCS --------------------------------------------------------------------------------------
     def _ocs_tick(self, due: float) -> None:

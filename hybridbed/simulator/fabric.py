@@ -5,6 +5,11 @@ Links (bytes/s): each host's NIC up and down, each ToR's EPS uplink and the EPS 
 each ToR's OCS ports out and in. A transfer between racks a and b crosses the source NIC, either the
 EPS up/down pair or the lit circuit a->b, and the destination NIC; within a rack only the two NICs;
 within a host (a reducer reading its own host's map output, over loopback) none.
+
+When the scenario gives hosts a disk bandwidth, every host also has a disk-read and a disk-write link:
+every transfer then also reads from its source's disk (a fifth link on its path), and reading a local
+block or writing a task's output are transfers over the disk alone. Without it paths keep four links,
+and local reads and writes cost nothing.
 """
 from __future__ import annotations
 
@@ -22,13 +27,14 @@ from hybridbed.controller.circuits import (
 from hybridbed.testbed.spec import FabricSpec, OcsSpec
 
 MBPS_TO_BYTES_S = 1e6 / 8
-PATH_LINKS = 4  # source NIC, two core links, destination NIC
+NETWORK_LINKS = 4  # source NIC, two core links, destination NIC; then the source's disk, where modelled
 
 
 class FabricLinks:
     """Index and capacity of every link, and the links a transfer crosses."""
 
-    def __init__(self, fabric: FabricSpec, host_racks: dict[str, int]):
+    def __init__(self, fabric: FabricSpec, host_racks: dict[str, int], disk_read_mbps: float = 0.0,
+                 disk_write_mbps: float = 0.0):
         self.racks = fabric.racks
         self.ports = fabric.ocs_ports_per_tor if fabric.has_ocs else 0
         self.host_index = {name: i for i, name in enumerate(host_racks)}
@@ -38,23 +44,34 @@ class FabricLinks:
         self._eps_up, self._eps_down = 2 * hosts, 2 * hosts + self.racks
         self._ocs_up = 2 * hosts + 2 * self.racks
         self._ocs_down = self._ocs_up + self.racks * self.ports
-        self.none = self._ocs_down + self.racks * self.ports  # padding: a link nothing saturates
+        self._disk_read = self._ocs_down + self.racks * self.ports
+        self._disk_write = self._disk_read + hosts
+        self.none = self._disk_write + hosts  # padding: a link nothing saturates
+        self.models_disk = disk_read_mbps > 0 or disk_write_mbps > 0
+        self.path_links = NETWORK_LINKS + (1 if self.models_disk else 0)
         capacities = np.empty(self.none + 1)
         capacities[: 2 * hosts] = fabric.host_rate_mbps * MBPS_TO_BYTES_S
         capacities[self._eps_up: self._ocs_up] = fabric.eps_uplink_mbps * MBPS_TO_BYTES_S
-        capacities[self._ocs_up: self.none] = fabric.ocs_rate_mbps * MBPS_TO_BYTES_S
+        capacities[self._ocs_up: self._disk_read] = fabric.ocs_rate_mbps * MBPS_TO_BYTES_S
+        capacities[self._disk_read: self._disk_write] = disk_read_mbps * MBPS_TO_BYTES_S or np.inf
+        capacities[self._disk_write: self.none] = disk_write_mbps * MBPS_TO_BYTES_S or np.inf
         capacities[self.none] = np.inf
         self.capacities = capacities
 
-    def path(self, src: int, dst: int, circuit: Circuit | None) -> tuple[int, int, int, int]:
+    def path(self, src: int, dst: int, circuit: Circuit | None) -> tuple[int, ...]:
         """Links from host index `src` to host index `dst`, over `circuit` if one carries their racks' traffic."""
+        disk = (self._disk_read + src,) if self.models_disk else ()
         if src == dst:
-            return (self.none,) * PATH_LINKS
+            return (self.none,) * NETWORK_LINKS + disk
         a, b = int(self.host_rack[src]), int(self.host_rack[dst])
         up, down = self._host_up + src, self._host_down + dst
         if a == b:
-            return up, down, self.none, self.none
-        return (up, *self.core_links(a, b, circuit), down)
+            return up, down, self.none, self.none, *disk
+        return (up, *self.core_links(a, b, circuit), down, *disk)
+
+    def write_path(self, host: int) -> tuple[int, ...]:
+        """Writing to a host's own disk (only where disks are modelled)."""
+        return (self._disk_write + host,) + (self.none,) * (self.path_links - 1)
 
     def core_links(self, a: int, b: int, circuit: Circuit | None) -> tuple[int, int]:
         """The two links between racks a and b: the EPS uplink and downlink, or the circuit's two OCS ports."""

@@ -13,7 +13,7 @@ import numpy as np
 
 from hybridbed.controller.circuits import Circuit
 from hybridbed.scheduler.model import Task
-from hybridbed.simulator.fabric import PATH_LINKS, FabricLinks
+from hybridbed.simulator.fabric import FabricLinks
 from hybridbed.simulator.fairshare import max_min_rates
 
 # Flows finish together when each is within this share of its time so far from its end (and within a
@@ -26,7 +26,7 @@ FINISH_TOLERANCE_S = 1e-6  # flows this close to their end finish together (part
 @dataclass(eq=False)
 class Flow:
     """One transfer: a map reading its input from another host, or a reducer fetching a map's partition."""
-    kind: str  # "input" or "shuffle"
+    kind: str  # "input", "shuffle" or "write" (a task's output to its own disk, where disks are modelled)
     task: Task
     attempt: int
     map_index: int  # shuffle: the map whose partition this is
@@ -52,7 +52,7 @@ class FlowTable:
         self._class_of: dict[tuple, int] = {}
         self._class_keys: list[tuple | None] = []
         self._free_classes: list[int] = []
-        self.class_paths = np.full((0, PATH_LINKS), links.none, dtype=np.int64)
+        self.class_paths = np.full((0, links.path_links), links.none, dtype=np.int64)
         self.class_cap = np.zeros(0)
         self.class_count = np.zeros(0, dtype=np.int64)
         self.class_rate = np.zeros(0)
@@ -85,7 +85,7 @@ class FlowTable:
                 self._class_keys.append(key)
                 if cid == len(self.class_cap):
                     size = max(1024, 2 * cid)
-                    self.class_paths = np.concatenate([self.class_paths, np.full((size - cid, PATH_LINKS), self.links.none)])
+                    self.class_paths = np.concatenate([self.class_paths, np.full((size - cid, self.links.path_links), self.links.none)])
                     for name in ("class_cap", "class_count", "class_rate"):
                         old = getattr(self, name)
                         setattr(self, name, np.concatenate([old, np.zeros(size - cid, dtype=old.dtype)]))
@@ -110,7 +110,7 @@ class FlowTable:
             self._grow_flows(2 * row)
         src, dst = self.links.host_index[flow.src], self.links.host_index[flow.dst]
         self.flows.append(flow)
-        path = self.links.path(src, dst, circuit)
+        path = self.links.write_path(src) if flow.kind == "write" else self.links.path(src, dst, circuit)
         self.cls[row] = self._join_class(path, cap)
         a, b = self.links.host_rack[src], self.links.host_rack[dst]
         self.pair[row] = a * self.links.racks + b if a != b else -1
@@ -124,7 +124,8 @@ class FlowTable:
         core = self.links.core_links(a, b, circuit)
         for row in np.flatnonzero(self.pair[:n] == a * self.links.racks + b):
             old = int(self.cls[row])
-            path = (int(self.class_paths[old, 0]), *core, int(self.class_paths[old, 3]))
+            nic_up, _, _, nic_down, *disk = (int(link) for link in self.class_paths[old])
+            path = (nic_up, *core, nic_down, *disk)
             cap = float(self.class_cap[old])
             self._leave_class(old)
             self.cls[row] = self._join_class(path, cap)

@@ -15,12 +15,11 @@ from matplotlib.figure import Figure
 
 from hybridbed.scheduler.policy import registered_policies
 from hybridbed.testbed.backends import Progress, RunFailed, run_backend
-from hybridbed.testbed.scenario import Scenario
+from hybridbed.testbed.scenario import F_EPS, Scenario
 
-F_EPS = "f-eps"
 BASELINE = "fair"
 PAPER_SETUPS = ("fair", "corral", "jobpacker", F_EPS)
-COLUMNS = ["setup", "status", "makespan_s", "makespan_vs_fair", "jct_median_s", "jct_p5_s", "jct_p95_s",
+COLUMNS = ["setup", "status", "makespan_s", "makespan_vs_fair", "jct_mean_s", "jct_median_s", "jct_p5_s", "jct_p95_s",
            "jct_median_recurring_s", "jct_median_adhoc_s", "ocs_byte_share", "reconfigurations", "jobs_done"]
 
 
@@ -28,9 +27,9 @@ def available_setups() -> list[str]:
     return sorted(registered_policies()) + [F_EPS]
 
 
-def default_setups() -> list[str]:
-    """The paper's four setups, those whose policies are registered."""
-    return [s for s in PAPER_SETUPS if s in available_setups()]
+def default_setups(scenario: Scenario) -> list[str]:
+    """The scenario's `compare` list, else the JobPacker paper's four setups whose policies are registered."""
+    return scenario.compare or [s for s in PAPER_SETUPS if s in available_setups()]
 
 
 def setup_scenario(scenario: Scenario, setup: str) -> Scenario:

@@ -17,11 +17,15 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from hybridbed.scheduler.cluster import ClusterState, HostState, NetworkView
 from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.model import JobSpec, Resources
-from hybridbed.scheduler.policy import UnknownPolicy, make_policy
+from hybridbed.scheduler.policy import UnknownPolicy, make_policy, registered_policies
 from hybridbed.scheduler.swim import read_swim_files
 from hybridbed.scheduler.synthetic import facebook_like
+from hybridbed.scheduler.tetris_suite import HostBandwidth, SuiteShape, tetris_suite
 from hybridbed.scheduler.workload import JobShape, Predictions, make_jobs
 from hybridbed.testbed.spec import FabricSpec, OcsSpec, SpecError, parse_spec
+
+
+F_EPS = "f-eps"  # the comparison setup: Fair on the EPS-only variant with uplinks at the OCS rate
 
 
 class _Strict(BaseModel):
@@ -41,6 +45,8 @@ class WorkersSpec(_Strict):
     compute: Literal["sleep", "cpu"] = Field(default="sleep", description="how task compute time is emulated")
     task_rate_cap_mbps: float | None = Field(default=None, gt=0, description="per-task network cap (emulated Mb/s)")
     heartbeat_s: float = Field(default=0.5, gt=0, le=10)
+    disk_read_mbps_per_host: float = Field(default=0.0, ge=0, description="0: disk bandwidth not modelled")
+    disk_write_mbps_per_host: float = Field(default=0.0, ge=0, description="0: disk bandwidth not modelled")
 
     @model_validator(mode="after")
     def _slots_fit(self) -> "WorkersSpec":
@@ -67,6 +73,23 @@ class ShapeSpec(_Strict):
                         self.map_rate_mb_s * mb, self.reduce_rate_mb_s * mb, self.task_overhead_s)
 
 
+class SuiteSpec(_Strict):
+    """The Tetris deployment suite's knobs (source: tetris-suite); see scheduler/tetris_suite.py."""
+    maps_large: int = Field(default=200, ge=1)
+    maps_medium: int = Field(default=100, ge=1)
+    maps_small: int = Field(default=30, ge=1)
+    block_mb: float = Field(default=256.0, gt=0)
+    cpu_heavy_cores: float = Field(default=4.0, gt=0)
+    io_share: float = Field(default=0.25, gt=0, le=1, description="of a host's disk and network, per I/O-heavy task")
+    cpu_heavy_s: float = Field(default=20.0, gt=0)
+    io_heavy_s: float = Field(default=2.0, gt=0)
+    memory_gb: tuple[float, float] = (2.0, 8.0)
+
+    def suite_shape(self) -> SuiteShape:
+        return SuiteShape(self.maps_large, self.maps_medium, self.maps_small, int(self.block_mb * 1_000_000),
+                          self.cpu_heavy_cores, self.io_share, self.cpu_heavy_s, self.io_heavy_s, self.memory_gb)
+
+
 class PredictionSpec(_Strict):
     recurring_fraction: float = Field(default=1.0, ge=0, le=1)
     size_error: float = Field(default=0.0, ge=0, le=1)
@@ -75,7 +98,7 @@ class PredictionSpec(_Strict):
 
 
 class WorkloadSpec(_Strict):
-    source: Literal["synthetic", "swim"] = "synthetic"
+    source: Literal["synthetic", "swim", "tetris-suite"] = "synthetic"
     jobs: int = Field(default=12, ge=1, le=100_000)
     trace: Path | list[Path] | None = Field(default=None, description="SWIM trace file, or files read one after "
                                             "the other (source: swim)")
@@ -84,6 +107,7 @@ class WorkloadSpec(_Strict):
                                          "this; swim: leave out trace jobs shuffling more")
     min_shuffle_gb: float = Field(default=0.0, ge=0, description="take only trace jobs shuffling at least this")
     shape: ShapeSpec = ShapeSpec()
+    suite: SuiteSpec = SuiteSpec()
     predictions: PredictionSpec = PredictionSpec()
 
     @model_validator(mode="after")
@@ -138,11 +162,33 @@ class Scenario(_Strict):
     workload: WorkloadSpec = WorkloadSpec()
     scheduler: SchedulerSpec = SchedulerSpec()
     max_duration_s: float = Field(default=1800.0, gt=0)
+    compare: list[str] | None = Field(default=None, description="the setups `hybridbed compare` runs when not told "
+                                      f"(registered policies and {F_EPS}); default: the JobPacker paper's four")
+
+    @model_validator(mode="after")
+    def _setups_exist(self) -> "Scenario":
+        known = set(registered_policies()) | {F_EPS}
+        if unknown := [s for s in self.compare or [] if s not in known]:
+            raise ValueError(f"compare: unknown setup {', '.join(unknown)}; available: {', '.join(sorted(known))}")
+        return self
 
     @model_validator(mode="after")
     def _emulable(self) -> "Scenario":
         if self.backend == "emulation" and (problems := self.fabric.emulation_limits()):
             raise ValueError("; ".join(f"fabric.{p}" for p in problems))
+        return self
+
+    @model_validator(mode="after")
+    def _suite_fits_a_host(self) -> "Scenario":
+        if self.workload.source != "tetris-suite":
+            return self
+        suite, w = self.workload.suite, self.workers
+        if suite.cpu_heavy_cores > w.cores_per_host:
+            raise ValueError(f"workload.suite.cpu_heavy_cores {suite.cpu_heavy_cores:g} exceeds "
+                             f"workers.cores_per_host {w.cores_per_host:g}")
+        if max(suite.memory_gb) * 1000 > w.memory_mb_per_host:
+            raise ValueError(f"workload.suite.memory_gb {max(suite.memory_gb):g} GB exceeds "
+                             f"workers.memory_mb_per_host {w.memory_mb_per_host:g}")
         return self
 
     def scaled_ocs(self) -> OcsSpec:
@@ -161,11 +207,17 @@ class Scenario(_Strict):
         s, w = self.scheduler, self.workers
         policy = make_policy(s.policy, s.params_for(s.policy))
         slowstart = s.slowstart if s.slowstart is not None else policy.default_slowstart
-        capacity = Resources(w.cores_per_host, w.memory_mb_per_host)
+        capacity = self.host_capacity()
         cluster = ClusterState(self.fabric.racks, {
             name: HostState(name, rack, w.slots_per_host, capacity) for name, rack in host_racks.items()
         }, slowstart, network=self.network_view())
         return SchedulerCore(policy, cluster, random.Random(self.seed), s.replicas)
+
+    def host_capacity(self) -> Resources:
+        """What a host offers: the workers' cores, memory and disk, and its NIC in each direction."""
+        w, nic = self.workers, self.fabric.host_rate_mbps
+        return Resources(w.cores_per_host, w.memory_mb_per_host, w.disk_read_mbps_per_host,
+                         w.disk_write_mbps_per_host, nic, nic)
 
     def container(self) -> Resources:
         return Resources(self.workers.container.cores, self.workers.container.memory_mb)
@@ -174,6 +226,10 @@ class Scenario(_Strict):
         """The jobs of this scenario, at the emulated scale; the same seed gives the same jobs."""
         rng = random.Random(self.seed)
         w = self.workload
+        if w.source == "tetris-suite":
+            host = self.host_capacity()
+            bandwidth = HostBandwidth(host.disk_read_mbps, host.disk_write_mbps, host.net_in_mbps)
+            return tetris_suite(w.jobs, rng, w.suite.suite_shape(), bandwidth, self.scale, w.arrival_window_s)
         if w.source == "swim":
             rows = read_swim_files(w.trace_files(), w.jobs, w.min_shuffle_gb * 1e9,
                                    w.max_shuffle_gb * 1e9 if w.max_shuffle_gb else math.inf)

@@ -37,8 +37,8 @@ class FabricSpec(BaseModel):
     )
     ocs_rate_mbps: float = Field(default=20.0, gt=0)
     ocs_ports_per_tor: int = Field(default=1, ge=1, le=8)
-    variant: Literal["hybrid", "f-eps"] = Field(
-        default="hybrid", description="f-eps: no OCS, EPS uplinks at the OCS rate"
+    variant: Literal["hybrid", "f-eps", "eps"] = Field(
+        default="hybrid", description="f-eps: no OCS, EPS uplinks at the OCS rate; eps: no OCS, EPS as configured"
     )
 
     def emulation_limits(self) -> list[str]:

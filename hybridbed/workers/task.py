@@ -6,6 +6,11 @@ stdout: JSON lines: a `fetch` record per transfer, then `done` with the totals.
 
 Compute is emulated either by waiting (`sleep`, the default: it leaves the CPU to Open vSwitch on a
 small machine) or by burning CPU time inside the cgroup's quota (`cpu`).
+
+A map streams: it reads its block, computes and writes its output at the same time, and is done when
+all three are; a reducer fetches every partition, then computes while writing its output. Disk reads
+and writes are paced at the task's allocated rates (`disk_read_bps`, `disk_write_bps`: per-task token
+buckets, as Tetris enforces disk allocations), network connections at `rate_bps`.
 """
 from __future__ import annotations
 
@@ -37,34 +42,71 @@ def compute(seconds: float, mode: str) -> None:
         sum(range(10_000))
 
 
-def write_bytes(path: Path, size: int) -> None:
+class Pacer:
+    """A token bucket of one second's burst: `take(n)` returns once n more bytes keep the task within its rate."""
+
+    def __init__(self, rate_bps: float | None):
+        self.rate = rate_bps / 8 if rate_bps else None  # bytes per second
+        self.start = time.monotonic()
+        self.sent = 0
+
+    def take(self, size: int) -> None:
+        if self.rate is None:
+            return
+        self.sent += size
+        ahead = (self.sent - self.rate) / self.rate - (time.monotonic() - self.start)
+        if ahead > 0:
+            time.sleep(ahead)
+
+
+def write_bytes(path: Path, size: int, pacer: Pacer | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as out:
         while size > 0:
-            out.write(FILL[:min(size, len(FILL))])
-            size -= min(size, len(FILL))
+            chunk = min(size, len(FILL))
+            if pacer is not None:
+                pacer.take(chunk)
+            out.write(FILL[:chunk])
+            size -= chunk
+
+
+def write_outputs(files: dict[Path, int], rate_bps: float | None) -> None:
+    pacer = Pacer(rate_bps)
+    for path, size in files.items():
+        write_bytes(path, size, pacer)
+
+
+def alongside(*jobs: tuple) -> list[threading.Thread]:
+    """Start each (function, args) in a thread of its own."""
+    threads = [threading.Thread(target=function, args=args) for function, *args in jobs]
+    for thread in threads:
+        thread.start()
+    return threads
 
 
 def run_map(task: dict, data_dir: Path) -> dict:
+    out_dir = data_dir / task["output_dir"]
+    files = {out_dir / f"part-{r}": size for r, size in enumerate(task["partition_bytes"])}
+    if task["output_bytes"]:
+        files[out_dir / "output"] = task["output_bytes"]
+    threads = alongside((compute, task["compute_s"], task["compute_mode"]),
+                        (write_outputs, files, task.get("disk_write_bps")))
     block = task["input"]
     local = data_dir / block["path"]
     if local.exists():
         read_local, read_remote = local.stat().st_size, 0
+        pacer = Pacer(task.get("disk_read_bps"))
         with local.open("rb") as data:
-            while data.read(1 << 20):
-                pass
+            while chunk := data.read(1 << 20):
+                pacer.take(len(chunk))
     else:
         result = _fetch_from_any(block["sources"], block["path"], task.get("rate_bps"))
         emit({"event": "fetch", "kind": "input", **result})
         read_local, read_remote = 0, result["bytes"]
-    compute(task["compute_s"], task["compute_mode"])
-    out_dir = data_dir / task["output_dir"]
-    for r, size in enumerate(task["partition_bytes"]):
-        write_bytes(out_dir / f"part-{r}", size)
-    if task["output_bytes"]:
-        write_bytes(out_dir / "output", task["output_bytes"])
+    for thread in threads:
+        thread.join()
     return {"read_local_bytes": read_local, "read_remote_bytes": read_remote,
-            "written_bytes": sum(task["partition_bytes"]) + task["output_bytes"]}
+            "written_bytes": sum(files.values())}
 
 
 def _fetch_from_any(sources: list[dict], path: str, rate_bps: float | None) -> dict:
@@ -120,8 +162,10 @@ def run_reduce(task: dict, data_dir: Path, notices: "queue.Queue[dict]") -> dict
                 continue
             fetched[notice["map_index"]] = result["bytes"]
             emit({"event": "fetch", "kind": "shuffle", "map_index": notice["map_index"], **result})
-    compute(task["compute_s"], task["compute_mode"])
-    write_bytes(data_dir / task["output_dir"] / "output", task["output_bytes"])
+    output = {data_dir / task["output_dir"] / "output": task["output_bytes"]}
+    for thread in alongside((compute, task["compute_s"], task["compute_mode"]),
+                            (write_outputs, output, task.get("disk_write_bps"))):
+        thread.join()
     return {"fetched_bytes": sum(fetched.values()), "written_bytes": task["output_bytes"]}
 
 

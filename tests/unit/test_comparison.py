@@ -4,9 +4,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from hybridbed.testbed.comparison import default_setups, plot_comparison, setup_scenario
 from hybridbed.testbed.scenario import load_scenario
+from hybridbed.testbed.spec import SpecError
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yaml"
 
@@ -22,10 +24,16 @@ def test_f_eps_is_fair_on_the_eps_only_variant_at_the_ocs_rate():
     assert fifo.build_workload() == scenario.build_workload()  # same jobs for every setup
 
 
-def test_default_setups_are_the_papers_that_exist():
-    setups = default_setups()
+def test_default_setups_are_the_papers_unless_the_scenario_names_its_own():
+    setups = default_setups(load_scenario(QUICKSTART))
     assert setups[0] == "fair" and setups[-1] == "f-eps"
     assert set(setups) <= {"fair", "corral", "jobpacker", "f-eps"}
+    assert default_setups(load_scenario(QUICKSTART, {"compare": ["tetris", "drf"]})) == ["tetris", "drf"]
+
+
+def test_an_unknown_comparison_setup_is_refused_by_name():
+    with pytest.raises(SpecError, match="compare: unknown setup magic"):
+        load_scenario(QUICKSTART, {"compare": ["fair", "magic"]})
 
 
 def test_plots_are_written(tmp_path):

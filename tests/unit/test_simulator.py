@@ -112,3 +112,38 @@ def test_the_same_seed_gives_byte_identical_results_in_fresh_processes(tmp_path)
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
     other = simulate(tmp_path, "jobpacker", "other-seed", seed=8)
     assert (other / "flows.csv").read_bytes() != (tmp_path / "a" / "flows.csv").read_bytes()
+
+
+def test_disks_are_shared_links_and_a_map_streams_its_read_compute_and_write():
+    """Two I/O-heavy maps on one host, each allotted half the disk but DRF-style over-allocated with a
+    third: the three share the disk, and each map ends when its read, compute and write are all done."""
+    fabric = FabricSpec(racks=2, hosts_per_rack=1, host_rate_mbps=100, eps_rate_mbps=10, ocs_rate_mbps=50)
+    links = FabricLinks(fabric, {"r0h0": 0, "r1h0": 1}, disk_read_mbps=80, disk_write_mbps=80)
+    assert links.models_disk and links.path_links == 5
+    table = FlowTable(links)
+    demand = Resources(1, 100, disk_read_mbps=40, disk_write_mbps=40)
+    task = build_job(JobSpec("j", 0, 1, 0, 0, 1, 0, 1, 1), demand, demand).maps[0]
+    for _ in range(3):  # three local reads, each capped at its 40 Mb/s allotment, on an 80 Mb/s disk
+        table.add(Flow("input", task, 0, -1, "r0h0", "r0h0", int(80 * MB), 0.0), 40 * MB, None)
+    table.add(Flow("write", task, 0, -1, "r0h0", "r0h0", int(80 * MB), 0.0), 40 * MB, None)
+    table.settle()
+    assert table.rate[:3] == pytest.approx([80 / 3 * MB] * 3)  # the disk, not the allotment, limits them
+    assert table.rate[3] == pytest.approx(40 * MB)  # writes use the other direction
+
+
+def test_a_streaming_map_takes_the_longest_of_its_read_and_its_compute(tmp_path):
+    scenario = load_scenario(REPO / "scenarios" / "tetris.yaml", {"workload.jobs": 4})
+    out = tmp_path / "tetris"
+    run_simulation(scenario, out)
+    tasks = pd.read_csv(out / "tasks.csv")
+    maps = tasks[tasks.kind == "map"]
+    jobs = {s.job_id: s for s in scenario.build_workload()}
+    overlapped = 0
+    for row in maps.itertuples():
+        spec = jobs[row.job_id]
+        duration = row.finish_s - row.start_s
+        read_alone = spec.input_bytes / spec.n_maps / (spec.map_demand.disk_read_mbps * MB)
+        write_alone = (spec.shuffle_bytes / spec.n_maps) / (spec.map_demand.disk_write_mbps * MB)
+        assert duration >= max(spec.map_compute_s, read_alone, write_alone) - 2e-3
+        overlapped += duration < spec.map_compute_s + read_alone + write_alone - 2e-3
+    assert overlapped > len(maps) / 2  # most maps ran their parts together, not one after another

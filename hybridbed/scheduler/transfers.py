@@ -1,0 +1,34 @@
+"""Rate caps of a task's transfers, one rule for both backends (the emulation paces each connection at
+the cap, the simulator holds each flow to it).
+
+A task's demand says what it was allocated: a map reads its block at its disk-read rate (at its
+network-in rate when the block is on another host), a reducer's fetch connections share its network-in
+rate (PARALLEL_FETCHES of them at a time), and output is written at the disk-write rate. A rate of 0
+means none was allocated: the transfer takes what it gets. The scenario's per-task cap, when set, also
+holds every network connection.
+"""
+from __future__ import annotations
+
+from hybridbed.scheduler.model import Resources, StageKind
+from hybridbed.workers.task import PARALLEL_FETCHES
+
+
+def connection_cap_mbps(demand: Resources, kind: str, local: bool, task_cap_mbps: float | None) -> float | None:
+    """The cap (Mb/s) of one `kind` transfer ("input", "shuffle" or "write"); `local`: from or to the
+    task's own host. None: uncapped."""
+    if kind == "input":
+        rate = demand.disk_read_mbps if local else (demand.net_in_mbps or demand.disk_read_mbps)
+    elif kind == "shuffle":
+        rate = demand.net_in_mbps / PARALLEL_FETCHES
+    elif kind == "write":
+        return demand.disk_write_mbps or None
+    else:
+        raise ValueError(f"unknown transfer kind {kind!r}")
+    connection = kind == "shuffle" or not local  # a local block is read from disk, not over a connection
+    caps = [c for c in (rate, task_cap_mbps if connection else None) if c]
+    return min(caps) if caps else None
+
+
+def network_cap_mbps(demand: Resources, kind: StageKind, task_cap_mbps: float | None) -> float | None:
+    """The cap of a task's network connections: a map's remote input read, a reducer's fetches."""
+    return connection_cap_mbps(demand, "input" if kind is StageKind.MAP else "shuffle", False, task_cap_mbps)

@@ -1,0 +1,37 @@
+"""The per-connection rate caps both backends apply, and the workers' disk pacing."""
+from __future__ import annotations
+
+import pytest
+
+from hybridbed.scheduler.model import Resources, StageKind
+from hybridbed.scheduler.transfers import connection_cap_mbps, network_cap_mbps
+from hybridbed.workers import task as worker_task
+from hybridbed.workers.task import PARALLEL_FETCHES, Pacer
+
+IO_HEAVY = Resources(1, 2000, disk_read_mbps=400, disk_write_mbps=300, net_in_mbps=250)
+
+
+def test_caps_follow_the_allocation_and_the_scenario_cap():
+    assert connection_cap_mbps(IO_HEAVY, "input", True, None) == 400  # local block: the disk allotment
+    assert connection_cap_mbps(IO_HEAVY, "input", False, None) == 250  # remote: the network allotment
+    assert connection_cap_mbps(IO_HEAVY, "shuffle", False, None) == 250 / PARALLEL_FETCHES
+    assert connection_cap_mbps(IO_HEAVY, "write", True, 10) == 300  # a write is no connection
+    assert connection_cap_mbps(IO_HEAVY, "input", False, 10) == 10  # the scenario's cap holds connections
+    assert connection_cap_mbps(IO_HEAVY, "input", True, 10) == 400  # but not a local read
+    assert connection_cap_mbps(Resources(), "shuffle", True, None) is None  # nothing allotted: uncapped
+    assert network_cap_mbps(IO_HEAVY, StageKind.REDUCE, None) == 250 / PARALLEL_FETCHES
+    with pytest.raises(ValueError, match="teleport"):
+        connection_cap_mbps(IO_HEAVY, "teleport", True, None)
+
+
+def test_the_pacer_holds_a_task_to_its_rate_after_a_second_of_burst(monkeypatch):
+    clock = {"now": 0.0}
+    monkeypatch.setattr(worker_task.time, "monotonic", lambda: clock["now"])
+    monkeypatch.setattr(worker_task.time, "sleep", lambda s: clock.__setitem__("now", clock["now"] + s))
+    pacer = Pacer(8e6)  # 1 MB/s
+    for _ in range(10):
+        pacer.take(1_000_000)
+    assert clock["now"] == pytest.approx(9.0)  # 10 MB: one second's burst free, nine seconds paced
+    unpaced = Pacer(None)
+    unpaced.take(10**9)
+    assert clock["now"] == pytest.approx(9.0)
