@@ -19,7 +19,8 @@ JOB_FIELDS = ["job_id", "arrival_s", "start_s", "finish_s", "jct_s", "recurring"
               "input_bytes", "shuffle_bytes", "output_bytes"]
 TASK_FIELDS = ["task_id", "job_id", "kind", "attempt", "host", "rack", "locality", "start_s", "finish_s",
                "read_local_bytes", "read_remote_bytes", "fetched_bytes", "written_bytes"]
-USAGE_FIELDS = ["time_s", "host", "running_tasks", "cpu_percent", "rss_mb"]
+USAGE_FIELDS = ["time_s", "host", "running_tasks", "cpu_percent", "rss_mb", "io_read_mbps", "io_write_mbps",
+                "net_in_mbps", "net_out_mbps"]
 PLAN_FIELDS = ["job_id", "map_racks", "map_start_s", "map_end_s", "reduce_racks", "reduce_start_s", "reduce_end_s",
                "uses_ocs"]
 FLOW_FIELDS = ["task_id", "attempt", "kind", "src_host", "dst_host", "src_rack", "dst_rack", "bytes", "start_s", "end_s"]

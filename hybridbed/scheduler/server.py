@@ -172,8 +172,8 @@ class SchedulerServer:
                 self.core.shuffle_fetched(message["task_id"], message["attempt"], message["map_index"])
         elif kind == "heartbeat" and self.t0:
             self.usage_log.write({"time_s": round(message["time"] - self.t0, 3), "host": host,
-                                  "running_tasks": message["running"], "cpu_percent": round(message["cpu_percent"], 1),
-                                  "rss_mb": round(message["rss_mb"], 1)})
+                                  "running_tasks": message["running"],
+                                  **{field: round(message[field], 1) for field in USAGE_FIELDS[3:]}})
         elif kind == "disconnect":
             self._lose(host, "closed its control connection")
         elif kind == "register":

@@ -64,22 +64,45 @@ class WorkerAgent:
         return 0
 
     def _heartbeat(self) -> None:
+        """Every heartbeat: the tasks' CPU, memory and I/O (bytes read and written through syscalls, files
+        and sockets alike) and this host's NIC traffic, as rates over the last interval."""
+        last_io: dict[int, tuple[int, int]] = {}
+        last_net, last_time = self._nic_bytes(), time.monotonic()
         while not self.stopping.wait(self.args.heartbeat_s):
             with self.lock:
                 procs = [t.proc.pid for t in self.tasks.values()]
-            cpu = rss = 0.0
+            cpu = rss = read = written = 0.0
+            io_now: dict[int, tuple[int, int]] = {}
             for pid in procs:
                 try:
                     p = psutil.Process(pid)
                     cpu += p.cpu_percent(interval=None)
                     rss += p.memory_info().rss
+                    io = p.io_counters()
                 except psutil.Error:
-                    pass
+                    continue
+                io_now[pid] = (io.read_chars, io.write_chars)
+                before = last_io.get(pid, (0, 0))
+                read += io.read_chars - before[0]
+                written += io.write_chars - before[1]
+            net, now = self._nic_bytes(), time.monotonic()
+            received, sent = net[0] - last_net[0], net[1] - last_net[1]
+            to_mbps = 8 / 1e6 / max(now - last_time, 1e-3)
+            last_io, last_net, last_time = io_now, net, now
             try:
                 self.channel.send({"op": "heartbeat", "host": self.args.host, "running": len(procs),
-                                   "cpu_percent": cpu, "rss_mb": rss / 1e6, "time": time.time()})
+                                   "cpu_percent": cpu, "rss_mb": rss / 1e6, "time": time.time(),
+                                   "io_read_mbps": read * to_mbps, "io_write_mbps": written * to_mbps,
+                                   "net_in_mbps": received * to_mbps, "net_out_mbps": sent * to_mbps})
             except OSError:
                 return
+
+    @staticmethod
+    def _nic_bytes() -> tuple[int, int]:
+        """Bytes received and sent by this host's interfaces (its network namespace's), loopback aside."""
+        counters = psutil.net_io_counters(pernic=True)
+        return (sum(c.bytes_recv for nic, c in counters.items() if nic != "lo"),
+                sum(c.bytes_sent for nic, c in counters.items() if nic != "lo"))
 
     def _launch(self, task: dict) -> None:
         key = f"{task['task_id']}.a{task['attempt']}"

@@ -47,6 +47,7 @@ def test_job_completes_and_every_reducer_fetches_exactly_its_bytes(tmp_path, sma
     assert summary["eps_uplink_bytes"] >= cross.bytes.sum()
     usage = pd.read_csv(out / "usage.csv")
     assert set(usage.host) == {"r0h0", "r0h1", "r1h0", "r1h1"} and usage.running_tasks.max() >= 1
+    assert (usage.io_read_mbps + usage.io_write_mbps).max() > 0  # the tasks' block reads and output writes
     state_dir = Path(json.loads((out / "cluster.json").read_text())["socket"]).parent
     assert not state_dir.exists(), "the run's state (data directories, sockets) goes with the run"
 

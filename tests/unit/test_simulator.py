@@ -132,7 +132,7 @@ def test_disks_are_shared_links_and_a_map_streams_its_read_compute_and_write():
 
 
 def test_a_streaming_map_takes_the_longest_of_its_read_and_its_compute(tmp_path):
-    scenario = load_scenario(REPO / "scenarios" / "tetris.yaml", {"workload.jobs": 4})
+    scenario = load_scenario(REPO / "scenarios" / "tetris-paper-sim.yaml", {"workload.jobs": 4})
     out = tmp_path / "tetris"
     run_simulation(scenario, out)
     tasks = pd.read_csv(out / "tasks.csv")

@@ -9,12 +9,14 @@ import pytest
 
 from hybridbed.scheduler.swim import TraceError, read_swim, read_swim_files
 from hybridbed.scheduler.synthetic import facebook_like
+from hybridbed.scheduler.tetris_suite import HostBandwidth, SuiteShape, tetris_suite
 from hybridbed.scheduler.workload import JobShape, Predictions, derive_job, make_jobs
 from hybridbed.testbed.scenario import load_scenario
 from hybridbed.testbed.spec import SpecError
 
 SWIM_SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "workloads" / "swim" / "FB-2009_samples_24_times_1hr_0_first50jobs.tsv"
 REPO = Path(__file__).resolve().parents[2]
+MB = 1_000_000
 
 
 @pytest.mark.skipif(not SWIM_SAMPLE.exists(), reason="SWIM samples are not beside the checkout")
@@ -121,3 +123,27 @@ def test_geni_scenarios_select_the_papers_jobs_from_the_vendored_trace(variant):
     recurring = sum(j.recurring for j in jobs)
     assert recurring == 60 if variant != "-mixed" else 15 < recurring < 45
     assert (max(j.arrival_s for j in jobs) > 0) == (variant != "")
+
+
+def test_the_tetris_suite_draws_the_papers_classes_and_demands():
+    shape, host = SuiteShape(block_bytes=100 * MB), HostBandwidth(1600, 1600, 1000)
+    jobs = tetris_suite(200, random.Random(3), shape, host, scale=1.0)
+    ratios = {round(j.shuffle_bytes / j.input_bytes, 3) for j in jobs}
+    assert ratios == {0.2, 2.0, 0.5}  # highly selective, inflating, selective
+    assert {j.n_maps for j in jobs} == {shape.maps_large, shape.maps_medium, shape.maps_small}
+    for job in jobs:
+        assert job.input_bytes == job.n_maps * 100 * MB
+        for demand, compute_s in ((job.map_demand, job.map_compute_s), (job.reduce_demand, job.reduce_compute_s)):
+            assert demand.memory_mb in (2000, 8000)
+            if demand.cores == 1:  # I/O-heavy: a quarter of the host's disk and network, a short compute
+                assert compute_s == shape.io_heavy_s and demand.disk_write_mbps == 400
+            else:  # CPU-heavy: its bytes spread over its compute
+                assert demand.cores == shape.cpu_heavy_cores and compute_s == shape.cpu_heavy_s
+                assert demand.disk_write_mbps < 400
+        per_map_read_mbps = 100 * MB * 8 / 1e6
+        assert job.map_demand.disk_read_mbps in (400, per_map_read_mbps / shape.cpu_heavy_s)
+
+
+def test_a_suite_task_larger_than_a_host_is_refused_by_field():
+    with pytest.raises(SpecError, match="workload.suite.cpu_heavy_cores"):
+        load_scenario(REPO / "scenarios" / "tetris.yaml", {"workload.suite": {"cpu_heavy_cores": 64}})
