@@ -54,7 +54,9 @@ def stage_demand(io_heavy: bool, memory_gb: float, read_bytes: int, write_bytes:
         rates = (host.disk_read_mbps * share if read_bytes else 0.0, host.disk_write_mbps * share if write_bytes else 0.0,
                  host.net_mbps * share if net_bytes else 0.0)
         return Resources(1.0, memory_gb * 1000, rates[0], rates[1], rates[2], 0.0), shape.io_heavy_s
-    spread = [size * 8 / 1e6 / shape.cpu_heavy_s for size in (read_bytes, write_bytes, net_bytes)]
+    spread = [min(size * 8 / 1e6 / shape.cpu_heavy_s, cap)  # no more than the host has: then I/O sets the pace
+              for size, cap in ((read_bytes, host.disk_read_mbps), (write_bytes, host.disk_write_mbps),
+                                (net_bytes, host.net_mbps))]
     return Resources(shape.cpu_heavy_cores, memory_gb * 1000, spread[0], spread[1], spread[2], 0.0), shape.cpu_heavy_s
 
 

@@ -147,3 +147,10 @@ def test_the_tetris_suite_draws_the_papers_classes_and_demands():
 def test_a_suite_task_larger_than_a_host_is_refused_by_field():
     with pytest.raises(SpecError, match="workload.suite.cpu_heavy_cores"):
         load_scenario(REPO / "scenarios" / "tetris.yaml", {"workload.suite": {"cpu_heavy_cores": 64}})
+
+
+def test_a_cpu_heavy_task_asks_no_more_bandwidth_than_a_host_has():
+    shape = SuiteShape(block_bytes=2 * MB, cpu_heavy_s=3)  # 2 MB per map, 4 MB per reducer over 3 s: 10.7 Mb/s
+    jobs = tetris_suite(50, random.Random(1), shape, HostBandwidth(16, 16, 10), scale=1.0)
+    assert max(j.reduce_demand.net_in_mbps for j in jobs) == 10
+    assert all(j.map_demand.disk_read_mbps <= 16 for j in jobs)
