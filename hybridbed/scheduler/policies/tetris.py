@@ -26,6 +26,7 @@ Not modelled: the check of disk-read and network-out bandwidth at the remote hos
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -46,9 +47,10 @@ class Candidate:
     promoted: bool  # past the barrier knob
 
 
-def normalised(demand: Resources, capacity: Resources) -> list[float]:
+@functools.lru_cache(maxsize=4096)  # few distinct (demand, capacity) pairs, asked at every decision
+def normalised(demand: Resources, capacity: Resources) -> tuple[float, ...]:
     """The demand as fractions of the capacity, over the dimensions the capacity models."""
-    return [d / c for d, c in zip(demand.vector(), capacity.vector()) if c > 0]
+    return tuple(d / c for d, c in zip(demand.vector(), capacity.vector()) if c > 0)
 
 
 def alignment(free: Resources, demand: Resources, capacity: Resources) -> float:
