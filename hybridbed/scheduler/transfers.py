@@ -9,7 +9,7 @@ holds every network connection.
 """
 from __future__ import annotations
 
-from hybridbed.scheduler.model import Resources, StageKind
+from hybridbed.scheduler.model import Resources, StageKind, Task
 from hybridbed.workers.task import PARALLEL_FETCHES
 
 
@@ -32,3 +32,19 @@ def connection_cap_mbps(demand: Resources, kind: str, local: bool, task_cap_mbps
 def network_cap_mbps(demand: Resources, kind: StageKind, task_cap_mbps: float | None) -> float | None:
     """The cap of a task's network connections: a map's remote input read, a reducer's fetches."""
     return connection_cap_mbps(demand, "input" if kind is StageKind.MAP else "shuffle", False, task_cap_mbps)
+
+
+def expected_duration_s(task: Task) -> float:
+    """How long the task takes at its allotted rates, as a profile from earlier runs would say: a map's
+    read, compute and write run together; a reducer fetches, then computes while writing. A transfer with
+    no allotted rate counts as instant."""
+    demand = task.demand
+
+    def seconds(size: int, rate_mbps: float) -> float:
+        return size * 8 / 1e6 / rate_mbps if rate_mbps > 0 else 0.0
+
+    writing = seconds(sum(task.partition_bytes) + task.output_bytes, demand.disk_write_mbps)
+    if task.kind is StageKind.MAP:
+        reading = seconds(task.input_block.size_bytes if task.input_block else 0, demand.disk_read_mbps)
+        return max(task.compute_s, reading, writing)
+    return seconds(task.fetch_bytes, demand.net_in_mbps) + max(task.compute_s, writing)

@@ -171,7 +171,6 @@ class Simulation:
             else:
                 stats["read_remote_bytes"] = block.size_bytes
                 source = self.cluster.input_sources(task)[0]
-            self._parts[task.task_id] = 0
             if source is not None:
                 self._start_part(Flow("input", task, task.attempt, -1, source, task.host, block.size_bytes, self.now))
             self._compute_and_write(task, task.attempt)
@@ -182,14 +181,17 @@ class Simulation:
     def _compute_and_write(self, task: Task, attempt: int) -> None:
         """Start the task's compute and (where disks are modelled) the write of its output."""
         written = self._stats[task.task_id]["written_bytes"]
-        self._parts[task.task_id] = self._parts.get(task.task_id, 0) + 1
+        self._count_part(task)
         self._at(self.now + task.compute_s, "computed", (task, attempt))
         if self.links.models_disk and written:
             self._start_part(Flow("write", task, attempt, -1, task.host, task.host, written, self.now))
 
     def _start_part(self, flow: Flow) -> None:
-        self._parts[flow.task.task_id] += 1
+        self._count_part(flow.task)
         self._start_flow(flow)
+
+    def _count_part(self, task: Task) -> None:
+        self._parts[task.task_id] = self._parts.get(task.task_id, 0) + 1
 
     def _part_done(self, task: Task, attempt: int) -> None:
         self._parts[task.task_id] -= 1

@@ -35,3 +35,16 @@ def test_the_pacer_holds_a_task_to_its_rate_after_a_second_of_burst(monkeypatch)
     unpaced = Pacer(None)
     unpaced.take(10**9)
     assert clock["now"] == pytest.approx(9.0)
+
+
+def test_expected_duration_is_the_slowest_part_at_the_allotted_rates():
+    from hybridbed.scheduler.model import JobSpec, build_job
+    from hybridbed.scheduler.transfers import expected_duration_s
+    spec = JobSpec("j", 0, 2_000_000, 1_000_000, 500_000, 1, 1, 1.0, 0.5)
+    demand = Resources(1, 100, disk_read_mbps=8, disk_write_mbps=4, net_in_mbps=2)
+    job = build_job(spec, demand, demand)
+    assert expected_duration_s(job.maps[0]) == pytest.approx(2.0)  # 2 MB read at 1 MB/s beats 1 s of compute
+    # the reducer fetches 1 MB at 0.25 MB/s, then writes 0.5 MB at 0.5 MB/s alongside 0.5 s of compute
+    assert expected_duration_s(job.reduces[0]) == pytest.approx(4.0 + 1.0)
+    plain = build_job(spec, Resources(), Resources())
+    assert expected_duration_s(plain.maps[0]) == 1.0  # nothing allotted: only the compute counts

@@ -12,9 +12,10 @@ disk read/write, network in/out), so nothing is over-allocated. Its score is
   divided by the host's capacity, over every modelled dimension; times (1 − remote_penalty) when the
   task uses resources elsewhere (a map reading a replica on another host, a reduce fetching the shuffle).
 - remaining work (§3.3.1): over the job's tasks still to be scheduled, the sum of their normalised
-  demands times their duration (the modelled compute time); lower goes first, so a job that has
-  started wins ties and jobs finish one after another, as SRTF intends. The paper writes a + ε·p but means the
-  job with less work first, so the term is subtracted (as DAGPS does with its srpt term).
+  demands times their duration at their allotted rates (`transfers.expected_duration_s`); lower goes
+  first, so a job that has started wins ties and jobs finish one after another, as SRTF intends. The
+  paper writes a + ε·p but means the job with less work first, so the term is subtracted (as DAGPS does
+  with its srpt term).
 - ε = m · ā / p̄ (§3.3.2), the averages over this decision's candidates; m = 1 by default.
 - Barrier knob b (§3.5): once a fraction b of a stage's tasks have finished, its remaining tasks are
   offered the host first (among them the score decides); the job's end counts as a barrier too.
@@ -36,6 +37,7 @@ from hybridbed.scheduler.locality import Locality
 from hybridbed.scheduler.model import Job, Resources, Task
 from hybridbed.scheduler.pending import PendingTasks
 from hybridbed.scheduler.policy import Policy
+from hybridbed.scheduler.transfers import expected_duration_s
 
 
 @dataclass
@@ -64,7 +66,7 @@ def remaining_work(pending: PendingTasks, capacity: Resources) -> float:
     for tasks in (pending.maps, pending.reduces):
         if tasks:
             task = next(iter(tasks.values()))  # a stage's tasks share demand and duration
-            work += len(tasks) * sum(normalised(task.demand, capacity)) * task.compute_s
+            work += len(tasks) * sum(normalised(task.demand, capacity)) * expected_duration_s(task)
     return work
 
 
