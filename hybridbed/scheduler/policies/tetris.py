@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from hybridbed.scheduler.cluster import ClusterState, HostState
-from hybridbed.scheduler.locality import Locality
-from hybridbed.scheduler.model import Job, Resources, Task
+from hybridbed.scheduler.model import Job, Resources, StageKind, Task
 from hybridbed.scheduler.pending import PendingTasks
 from hybridbed.scheduler.policy import Policy
 from hybridbed.scheduler.transfers import expected_duration_s
@@ -42,8 +41,9 @@ from hybridbed.scheduler.transfers import expected_duration_s
 
 @dataclass
 class Candidate:
-    task: Task
+    """A job's offer for the host: its next map or reduce (a stage's tasks share their demand)."""
     job: Job
+    kind: StageKind
     alignment: float
     remaining_work: float
     promoted: bool  # past the barrier knob
@@ -91,6 +91,7 @@ class TetrisPolicy(Policy):
         self.srtf_weight = srtf_weight
         self.remote_penalty = remote_penalty
         self.fair_share = fair_share
+        self._work: dict[str, tuple[tuple, float]] = {}  # job -> (pending counts and capacity, remaining work)
 
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
         if host.free_slots <= 0:
@@ -104,7 +105,9 @@ class TetrisPolicy(Policy):
         mean_work = sum(c.remaining_work for c in pool) / len(pool)
         epsilon = self.srtf_weight * mean_alignment / mean_work if mean_work > 0 else 0.0
         best = max(pool, key=lambda c: (c.alignment - epsilon * c.remaining_work, -c.job.spec.arrival_s))
-        return best.task
+        if best.kind is StageKind.MAP:
+            return cluster.best_map(best.job, host)[0]
+        return cluster.released_reduce(best.job)
 
     def eligible_jobs(self, cluster: ClusterState) -> list[Job]:
         """The ⌈(1 − f)·|J|⌉ launchable jobs furthest below their fair share."""
@@ -113,17 +116,40 @@ class TetrisPolicy(Policy):
         return jobs[: math.ceil((1 - self.fairness) * len(jobs))]
 
     def candidates(self, host: HostState, cluster: ClusterState) -> list[Candidate]:
-        """Each eligible job's best-located map and a released reduce, where they fit the host's free resources."""
+        """Each eligible job's next map (remote unless one has its block on this host) and its next released
+        reduce, where they fit the host's free resources. Jobs share few demand vectors, so each vector's
+        fit and alignment is worked out once per decision."""
         free, capacity = host.free, host.capacity
+        scores: dict[Resources, float | None] = {}
+
+        def score(demand: Resources, remote: bool) -> float | None:
+            if demand not in scores:
+                scores[demand] = alignment(free, demand, capacity) if demand.fits_in(free, capacity) else None
+            plain = scores[demand]
+            return plain * (1 - self.remote_penalty) if plain is not None and remote else plain
+
         found = []
         for job in self.eligible_jobs(cluster):
-            work = remaining_work(cluster.pending[job.job_id], capacity)
-            task, level = cluster.best_map(job, host)
-            options = [(task, level is not Locality.NODE, job.maps_done >= self.barrier * len(job.maps))]
-            options.append((cluster.released_reduce(job), True, job.reduces_done >= self.barrier * len(job.reduces)))
-            for task, remote, promoted in options:
-                if task is None or not task.demand.fits_in(free, capacity):
-                    continue
-                score = alignment(free, task.demand, capacity) * ((1 - self.remote_penalty) if remote else 1.0)
-                found.append(Candidate(task, job, score, work, promoted))
+            pending = cluster.pending[job.job_id]
+            work = self._remaining_work(job.job_id, pending, capacity)
+            if pending.maps:
+                demand = next(iter(pending.maps.values())).demand
+                value = score(demand, remote=not pending.by_host.get(host.name))
+                if value is not None:
+                    found.append(Candidate(job, StageKind.MAP, value, work, job.maps_done >= self.barrier * len(job.maps)))
+            if pending.reduces and cluster.reduces_released(job):
+                value = score(next(iter(pending.reduces.values())).demand, remote=True)
+                if value is not None:
+                    promoted = job.reduces_done >= self.barrier * len(job.reduces)
+                    found.append(Candidate(job, StageKind.REDUCE, value, work, promoted))
         return found
+
+    def _remaining_work(self, job_id: str, pending: PendingTasks, capacity: Resources) -> float:
+        """remaining_work, recomputed only when the job's pending tasks changed."""
+        key = (len(pending.maps), len(pending.reduces), capacity)
+        cached = self._work.get(job_id)
+        if cached is None or cached[0] != key:
+            if len(self._work) > 4096:  # a cache: start afresh now and then, so finished jobs do not pile up
+                self._work.clear()
+            cached = self._work[job_id] = (key, remaining_work(pending, capacity))
+        return cached[1]
