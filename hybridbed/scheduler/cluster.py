@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hybridbed.scheduler.locality import Locality
-from hybridbed.scheduler.model import Job, Resources, Task
+from hybridbed.scheduler.model import Job, Resources, StageKind, Task
 from hybridbed.scheduler.pending import PendingTasks
 
 
@@ -33,7 +33,9 @@ class HostState:
     capacity: Resources
     running: dict[str, Task] = field(default_factory=dict)  # changed only through start/stop/clear
     alive: bool = True
-    used: Resources = field(default=Resources(0, 0))  # the demands of the running tasks, summed
+    # disk-read and network-out bandwidth held for tasks elsewhere that read their input from this host
+    serving: dict[str, Resources] = field(default_factory=dict)
+    used: Resources = field(default=Resources(0, 0))  # the running tasks' demands and what it serves, summed
 
     @property
     def free_slots(self) -> int:
@@ -57,8 +59,18 @@ class HostState:
         if task is not None:
             self.used = self.used - task.demand
 
+    def hold(self, task_id: str, load: Resources) -> None:
+        self.serving[task_id] = load
+        self.used = self.used + load
+
+    def release(self, task_id: str) -> None:
+        load = self.serving.pop(task_id, None)
+        if load is not None:
+            self.used = self.used - load
+
     def clear(self) -> None:
         self.running.clear()
+        self.serving.clear()
         self.used = Resources(0, 0)
 
 
@@ -150,11 +162,19 @@ class ClusterState:
         """A pending reduce of the job, if slowstart has released its reducers."""
         return self.pending[job.job_id].any_reduce() if self.reduces_released(job) else None
 
-    def input_sources(self, task: Task) -> list[str]:
-        """Live hosts holding a running map's input block, the ones in its own rack first."""
-        rack = self.rack_of[task.host]
+    def input_sources(self, task: Task, host: str | None = None) -> list[str]:
+        """Live hosts holding a map's input block, those in the rack of `host` (default: where the map
+        runs) first; the first is the one the map reads from."""
+        rack = self.rack_of[host or task.host]
         return sorted((h for h in task.input_block.replicas if self.hosts[h].alive),
                       key=lambda h: (self.rack_of[h] != rack, h))
+
+    def read_source(self, task: Task, host: str) -> str | None:
+        """The host a map started on `host` reads its block from; None when `host` holds it."""
+        if task.kind is not StageKind.MAP or host in task.input_block.replicas:
+            return None
+        sources = self.input_sources(task, host)
+        return sources[0] if sources else None
 
     def best_map(self, job: Job, host: HostState) -> tuple[Task | None, Locality]:
         """The job's pending map with the best locality for this host."""

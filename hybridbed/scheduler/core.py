@@ -13,6 +13,7 @@ from hybridbed.scheduler.model import Job, StageKind, Task, TaskState
 from hybridbed.scheduler.pending import PendingTasks
 from hybridbed.scheduler.placement import place_job_input
 from hybridbed.scheduler.policy import Policy
+from hybridbed.scheduler.transfers import remote_read_load
 
 
 class PolicyError(RuntimeError):
@@ -41,6 +42,7 @@ class SchedulerCore:
         self.tasks: dict[str, Task] = {}
         self.finished: list[Job] = []
         self._told: dict[str, dict[int, tuple[str, int]]] = {}  # reduce id -> map index -> (host, attempt)
+        self._sources: dict[str, str] = {}  # running map -> the host it reads its block from
         # per job, what happened since its last notices: maps finished and reducers started (in order)
         self._news: dict[str, tuple[list[Task], list[Task]]] = {}
 
@@ -100,6 +102,11 @@ class SchedulerCore:
         self.cluster.pending[job.job_id].remove(task)
         task.state, task.host, task.started_s = TaskState.RUNNING, host.name, now
         host.start(task)
+        load = remote_read_load(task.demand)
+        source = self.cluster.read_source(task, host.name) if load.net_out_mbps else None
+        if source is not None:  # a remote read with an allotted rate also takes bandwidth where the block is
+            self.cluster.hosts[source].hold(task.task_id, load)
+            self._sources[task.task_id] = source
         job.task_started(task)
         self.cluster.update_launchable(job)
         if task.kind is StageKind.REDUCE:
@@ -114,7 +121,7 @@ class SchedulerCore:
         if task.state is not TaskState.RUNNING or task.attempt != attempt:
             return None
         job = self.cluster.jobs[task.job_id]
-        self.cluster.hosts[task.host].stop(task_id)
+        self._leave_hosts(task)
         job.task_stopped(task)
         task.state, task.finished_s = TaskState.DONE, now
         if task.kind is StageKind.REDUCE:
@@ -153,6 +160,7 @@ class SchedulerCore:
         for task in requeued:
             job = self.cluster.jobs[task.job_id]
             if task.state is TaskState.RUNNING:
+                self._leave_hosts(task)
                 job.task_stopped(task)
             elif task.kind is StageKind.MAP:
                 job.maps_done -= 1
@@ -165,10 +173,17 @@ class SchedulerCore:
         if task.state is not TaskState.RUNNING or task.attempt != attempt:
             return False
         self.cluster.now = now
-        self.cluster.hosts[task.host].stop(task_id)
+        self._leave_hosts(task)
         self.cluster.jobs[task.job_id].task_stopped(task)
         self._requeue(task)
         return True
+
+    def _leave_hosts(self, task: Task) -> None:
+        """A running task ends: free its container and what it held where it read from."""
+        self.cluster.hosts[task.host].stop(task.task_id)
+        source = self._sources.pop(task.task_id, None)
+        if source is not None:
+            self.cluster.hosts[source].release(task.task_id)
 
     def _requeue(self, task: Task) -> None:
         task.state, task.host, task.started_s, task.finished_s = TaskState.PENDING, None, None, None

@@ -34,6 +34,13 @@ def network_cap_mbps(demand: Resources, kind: StageKind, task_cap_mbps: float | 
     return connection_cap_mbps(demand, "input" if kind is StageKind.MAP else "shuffle", False, task_cap_mbps)
 
 
+def remote_read_load(demand: Resources) -> Resources:
+    """What a map reading its block from another host takes there: disk reads and network out at the rate
+    its read runs at (Tetris allots them at the source, §3.2)."""
+    rate = demand.net_in_mbps or demand.disk_read_mbps
+    return Resources(0, 0, disk_read_mbps=rate, net_out_mbps=rate)
+
+
 def expected_duration_s(task: Task) -> float:
     """How long the task takes at its allotted rates, as a profile from earlier runs would say: a map's
     read, compute and write run together; a reducer fetches, then computes while writing. A transfer with

@@ -170,7 +170,7 @@ class Simulation:
                 source = task.host if self.links.models_disk else None  # else a local read costs nothing
             else:
                 stats["read_remote_bytes"] = block.size_bytes
-                source = self.cluster.input_sources(task)[0]
+                source = self.cluster.read_source(task, task.host)
             if source is not None:
                 self._start_part(Flow("input", task, task.attempt, -1, source, task.host, block.size_bytes, self.now))
             self._compute_and_write(task, task.attempt)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -143,3 +144,26 @@ def test_barrier_knob_promotes_the_last_tasks_of_a_stage():
 def test_tetris_parameters_are_checked(params, field):
     with pytest.raises(ValueError, match=field):
         TetrisPolicy(**params)
+
+
+def test_a_remote_read_holds_bandwidth_at_its_source_and_tetris_respects_it():
+    capacity = Resources(8, 8000, disk_read_mbps=100, net_in_mbps=100, net_out_mbps=100)
+    hosts = {name: HostState(name, rack, 8, capacity) for name, rack in (("a", 0), ("b", 1))}
+    cluster = ClusterState(2, hosts, slowstart=1.0)
+    core = SchedulerCore(TetrisPolicy(fairness=0.0), cluster, random.Random(0), replicas=1)
+    reader = Resources(1, 100, disk_read_mbps=60, net_in_mbps=60)
+    job = build_job(JobSpec("j", 0, 2, 0, 0, 2, 0, 1, 1), reader, reader)
+    core.submit(job, 0.0)
+    for task in job.maps:  # both blocks on host a
+        task.input_block = replace(task.input_block, replicas=("a",))
+    cluster.pending["j"] = PendingTasks()
+    for task in job.maps:
+        cluster.pending["j"].add(task, cluster.rack_of, cluster.alive())
+    first = core.policy.next_task(hosts["b"], cluster)
+    core._start(first, hosts["b"], 0.0)
+    assert hosts["a"].used.net_out_mbps == 60 and hosts["a"].used.disk_read_mbps == 60
+    # a second remote read would need 120 of a's 100 Mb/s out: Tetris leaves the container empty
+    assert core.policy.next_task(hosts["b"], cluster) is None
+    core.task_finished(first.task_id, first.attempt, 1.0)
+    assert hosts["a"].used.net_out_mbps == 0
+    assert core.policy.next_task(hosts["b"], cluster) is not None

@@ -22,8 +22,9 @@ disk read/write, network in/out), so nothing is over-allocated. Its score is
 The scheduler core asks again while the host has room, so several tasks go out per heartbeat
 ("bundling").
 
-Not modelled: the check of disk-read and network-out bandwidth at the remote host a map reads from
-(only the local host's dimensions are checked), and the ramp-up allowance of the resource tracker.
+A map reading its block from another host also takes disk-read and network-out bandwidth there (the
+scheduler core holds it for every policy; Tetris checks it is free before choosing the map). Not
+modelled: the ramp-up allowance of the resource tracker, and the sources of a reducer's fetches.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.model import Job, Resources, StageKind, Task
 from hybridbed.scheduler.pending import PendingTasks
 from hybridbed.scheduler.policy import Policy
-from hybridbed.scheduler.transfers import expected_duration_s
+from hybridbed.scheduler.transfers import expected_duration_s, remote_read_load
 
 
 @dataclass
@@ -104,10 +105,23 @@ class TetrisPolicy(Policy):
         mean_alignment = sum(c.alignment for c in pool) / len(pool)
         mean_work = sum(c.remaining_work for c in pool) / len(pool)
         epsilon = self.srtf_weight * mean_alignment / mean_work if mean_work > 0 else 0.0
-        best = max(pool, key=lambda c: (c.alignment - epsilon * c.remaining_work, -c.job.spec.arrival_s))
-        if best.kind is StageKind.MAP:
-            return cluster.best_map(best.job, host)[0]
-        return cluster.released_reduce(best.job)
+        for best in sorted(pool, key=lambda c: (c.alignment - epsilon * c.remaining_work, -c.job.spec.arrival_s),
+                           reverse=True):
+            if best.kind is StageKind.REDUCE:
+                return cluster.released_reduce(best.job)
+            task = cluster.best_map(best.job, host)[0]
+            if self._source_has_room(task, host, cluster):
+                return task
+        return None
+
+    @staticmethod
+    def _source_has_room(task: Task, host: HostState, cluster: ClusterState) -> bool:
+        """A remote read needs its disk-read and network-out allotment free where the block is (§3.2)."""
+        source = cluster.read_source(task, host.name)
+        if source is None:
+            return True
+        where = cluster.hosts[source]
+        return remote_read_load(task.demand).fits_in(where.free, where.capacity)
 
     def eligible_jobs(self, cluster: ClusterState) -> list[Job]:
         """The ⌈(1 − f)·|J|⌉ launchable jobs furthest below their fair share."""
