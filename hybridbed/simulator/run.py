@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from hybridbed.scheduler.core import PolicyError
 from hybridbed.scheduler.results import (FLOW_PATH_FIELDS, JOB_FIELDS, OCS_EVENT_FIELDS, TASK_FIELDS, CsvLog,
                                          add_uplink_totals, summarize, write_plan)
 from hybridbed.simulator.engine import ResultLogs, Simulation, SimulationTimeout
@@ -37,7 +38,7 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
         write_plan(out_dir, simulation.policy)
         simulation.run(specs, on_progress)
         status = "done"
-    except SimulationTimeout as err:
+    except (SimulationTimeout, PolicyError) as err:
         raise RunFailed(str(err)) from err
     finally:
         for log in (logs.jobs, logs.tasks, logs.flows, logs.ocs_events):

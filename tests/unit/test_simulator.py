@@ -147,3 +147,18 @@ def test_a_streaming_map_takes_the_longest_of_its_read_and_its_compute(tmp_path)
         assert duration >= max(spec.map_compute_s, read_alone, write_alone) - 2e-3
         overlapped += duration < spec.map_compute_s + read_alone + write_alone - 2e-3
     assert overlapped > len(maps) / 2  # most maps ran their parts together, not one after another
+
+
+def test_a_policy_error_fails_the_run_and_keeps_what_was_written(tmp_path, monkeypatch):
+    from hybridbed.scheduler.policies.fifo import FifoPolicy
+    from hybridbed.testbed.backends import RunFailed
+
+    def choose_a_running_task(self, host, cluster):
+        running = [t for h in cluster.hosts.values() for t in h.running.values()]
+        return running[0] if running else next(iter(cluster.pending[next(iter(cluster.launchable))].maps.values()))
+
+    monkeypatch.setattr(FifoPolicy, "next_task", choose_a_running_task)
+    with pytest.raises(RunFailed, match="policy fifo chose"):
+        simulate(tmp_path, "fifo", "bad")
+    summary = json.loads((tmp_path / "bad" / "summary.json").read_text())
+    assert summary["status"] == "failed" and (tmp_path / "bad" / "tasks.csv").exists()

@@ -11,6 +11,7 @@ from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.model import JobSpec, Resources, build_job
 from hybridbed.scheduler.pending import PendingTasks
 from hybridbed.scheduler.policies.drf import DrfPolicy
+from hybridbed.scheduler.policies.fifo import FifoPolicy
 from hybridbed.scheduler.policies.tetris import TetrisPolicy, alignment, remaining_work
 from hybridbed.scheduler.policy import Policy
 
@@ -167,3 +168,13 @@ def test_a_remote_read_holds_bandwidth_at_its_source_and_tetris_respects_it():
     core.task_finished(first.task_id, first.attempt, 1.0)
     assert hosts["a"].used.net_out_mbps == 0
     assert core.policy.next_task(hosts["b"], cluster) is not None
+
+
+@pytest.mark.parametrize("policy", [FifoPolicy(), DrfPolicy()])
+def test_baselines_pass_over_a_job_whose_task_does_not_fit(policy):
+    host = HostState("m", 0, 4, Resources(4, 4000))
+    cluster = ClusterState(1, {"m": host}, slowstart=1.0)
+    core = SchedulerCore(policy, cluster, random.Random(0), replicas=1)
+    core.submit(build_job(JobSpec("big", 0, 1, 0, 0, 1, 0, 1, 1), Resources(1, 8000), Resources()), 0.0)
+    core.submit(build_job(JobSpec("small", 1, 1, 0, 0, 1, 0, 1, 1), Resources(1, 1000), Resources()), 0.0)
+    assert [launch.task.job_id for launch in core.schedule(0.0)] == ["small"]

@@ -1,4 +1,4 @@
-"""FIFO: jobs in arrival order; the oldest job with runnable work takes every free container."""
+"""FIFO: jobs in arrival order; the oldest job with a task that fits the host takes the container."""
 from __future__ import annotations
 
 from hybridbed.scheduler.cluster import ClusterState, HostState
@@ -13,6 +13,6 @@ class FifoPolicy(Policy):
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
         for job in sorted(cluster.launchable.values(), key=lambda j: (j.spec.arrival_s, j.job_id)):
             task = cluster.best_map(job, host)[0] or cluster.released_reduce(job)
-            if task is not None:
+            if task is not None and host.can_run(task):
                 return task
         return None

@@ -71,7 +71,7 @@ class PlannedPolicy(Policy):
             if job is None or not self._follows_plan(job_id, dead):
                 continue
             task = cluster.best_map(job, host)[0] if kind is StageKind.MAP else self._reduce_for(job, host, cluster)
-            if task is not None:
+            if task is not None and host.can_run(task):
                 return task
         adhoc = [j for j in cluster.launchable.values() if not self._follows_plan(j.job_id, dead)]
         return self.adhoc_task(host, cluster, adhoc) if adhoc else None
