@@ -100,11 +100,8 @@ class ClusterState:
         self._dead_racks = self._racks_without_live_host()
         self._capacity = self._live_capacity()
 
-    def capacity(self) -> Resources:
-        """The live hosts' resources together (the denominator of a job's dominant share)."""
-        return self._capacity
-
     def _live_capacity(self) -> Resources:
+        """The live hosts' resources together (the denominator of a job's dominant share)."""
         total = Resources(0, 0)
         for host in self.hosts.values():
             if host.alive:

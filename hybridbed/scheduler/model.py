@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 
 @dataclass(frozen=True)
@@ -23,9 +22,6 @@ class Resources:
     disk_write_mbps: float = 0.0
     net_in_mbps: float = 0.0
     net_out_mbps: float = 0.0
-
-    NAMES: ClassVar[tuple[str, ...]] = ("cores", "memory_mb", "disk_read_mbps", "disk_write_mbps",
-                                        "net_in_mbps", "net_out_mbps")
 
     def vector(self) -> tuple[float, ...]:
         return (self.cores, self.memory_mb, self.disk_read_mbps, self.disk_write_mbps, self.net_in_mbps,
