@@ -24,7 +24,8 @@ The scheduler core asks again while the host has room, so several tasks go out p
 
 A map reading its block from another host also takes disk-read and network-out bandwidth there (the
 scheduler core holds it for every policy; Tetris checks it is free before choosing the map). Not
-modelled: the ramp-up allowance of the resource tracker, and the sources of a reducer's fetches.
+modelled: the ramp-up allowance of the resource tracker, the sources of a reducer's fetches, and
+placement-dependent demands (a map's network-in allotment is held even when it reads its block locally).
 """
 from __future__ import annotations
 
