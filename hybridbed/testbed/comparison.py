@@ -13,18 +13,13 @@ from typing import Callable
 import pandas as pd
 from matplotlib.figure import Figure
 
-from hybridbed.scheduler.policy import registered_policies
 from hybridbed.testbed.backends import Progress, RunFailed, run_backend
-from hybridbed.testbed.scenario import F_EPS, Scenario
+from hybridbed.testbed.scenario import F_EPS, Scenario, available_setups
 
 BASELINE = "fair"
 PAPER_SETUPS = ("fair", "corral", "jobpacker", F_EPS)
 COLUMNS = ["setup", "status", "makespan_s", "makespan_vs_fair", "jct_mean_s", "jct_median_s", "jct_p5_s", "jct_p95_s",
            "jct_median_recurring_s", "jct_median_adhoc_s", "ocs_byte_share", "reconfigurations", "jobs_done"]
-
-
-def available_setups() -> list[str]:
-    return sorted(registered_policies()) + [F_EPS]
 
 
 def default_setups(scenario: Scenario) -> list[str]:

@@ -28,6 +28,11 @@ from hybridbed.testbed.spec import FabricSpec, OcsSpec, SpecError, parse_spec
 F_EPS = "f-eps"  # the comparison setup: Fair on the EPS-only variant with uplinks at the OCS rate
 
 
+def available_setups() -> list[str]:
+    """What a comparison can run: every registered policy, and F-EPS."""
+    return sorted(registered_policies()) + [F_EPS]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -167,9 +172,9 @@ class Scenario(_Strict):
 
     @model_validator(mode="after")
     def _setups_exist(self) -> "Scenario":
-        known = set(registered_policies()) | {F_EPS}
+        known = available_setups()
         if unknown := [s for s in self.compare or [] if s not in known]:
-            raise ValueError(f"compare: unknown setup {', '.join(unknown)}; available: {', '.join(sorted(known))}")
+            raise ValueError(f"compare: unknown setup {', '.join(unknown)}; available: {', '.join(known)}")
         return self
 
     @model_validator(mode="after")
