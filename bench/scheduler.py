@@ -44,7 +44,7 @@ def measure(policy_name: str, pending_tasks: int, jobs: int, racks: int, hosts_p
     policy.plan(specs, cluster)
     planning_s = time.perf_counter() - started
     for spec in specs:
-        core.submit(build_job(spec, CONTAINER, CONTAINER), 0.0)
+        core.submit(build_job(spec, CONTAINER), 0.0)
     names = list(hosts)
     for host in hosts.values():  # every host busy, so a heartbeat is one host asking
         host.slots = 0

@@ -133,9 +133,9 @@ class ClusterState:
         return set(range(self.racks)) - {h.rack for h in self.hosts.values() if h.alive}
 
     def update_launchable(self, job: Job) -> None:
-        """Re-judge whether the job has a task a policy may start (after its pending tasks or maps changed)."""
+        """Re-judge whether the job has a task a policy may start (after its pending or finished tasks changed)."""
         pending = self.pending.get(job.job_id)
-        if pending is not None and (pending.maps or (pending.reduces and self.reduces_released(job))):
+        if pending is not None and (pending.maps or (pending.reduces and pending.waiting(self.released_stages(job)))):
             self.launchable[job.job_id] = job
         else:
             self.launchable.pop(job.job_id, None)
@@ -151,13 +151,19 @@ class ClusterState:
                 racks[host.rack].append(host.name)
         return racks
 
-    def reduces_released(self, job: Job) -> bool:
-        """Slowstart: a job's reducers may start once this fraction of its maps is done."""
-        return job.map_fraction_done() >= self.slowstart - 1e-9
+    def stage_released(self, job: Job, stage: int) -> bool:
+        """A stage's tasks may start once its parent stages are done: all of them for a DAG, the slowstart
+        fraction of its maps for a MapReduce job's reducers."""
+        threshold = 1.0 if job.strict_precedence else self.slowstart
+        return all(job.stage_fraction_done(p) >= threshold - 1e-9 for p in job.stages[stage].parents)
+
+    def released_stages(self, job: Job) -> list[int]:
+        """The job's stages with parents that may start, in stage order."""
+        return [i for i, stage in enumerate(job.stages) if stage.parents and self.stage_released(job, i)]
 
     def released_reduce(self, job: Job) -> Task | None:
-        """A pending reduce of the job, if slowstart has released its reducers."""
-        return self.pending[job.job_id].any_reduce() if self.reduces_released(job) else None
+        """A pending task of the job's first released stage with parents that has one."""
+        return self.pending[job.job_id].first_in(self.released_stages(job))
 
     def input_sources(self, task: Task, host: str | None = None) -> list[str]:
         """Live hosts holding a map's input block, those in the rack of `host` (default: where the map

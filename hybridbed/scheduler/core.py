@@ -28,9 +28,10 @@ class Launch:
 
 @dataclass(frozen=True)
 class ShuffleNotice:
-    """Tell a running reducer where one map's output is (a later notice for the same map supersedes it)."""
-    reduce: Task
-    map_task: Task
+    """Tell a running task where the output of one of its parent tasks is (a later notice for the same
+    parent supersedes it)."""
+    consumer: Task
+    source: Task
 
 
 class SchedulerCore:
@@ -41,9 +42,10 @@ class SchedulerCore:
         self.replicas = replicas
         self.tasks: dict[str, Task] = {}
         self.finished: list[Job] = []
-        self._told: dict[str, dict[int, tuple[str, int]]] = {}  # reduce id -> map index -> (host, attempt)
+        self._told: dict[str, dict[str, tuple[str, int]]] = {}  # consumer -> parent task -> (host, attempt)
         self._sources: dict[str, str] = {}  # running map -> the host it reads its block from
-        # per job, what happened since its last notices: maps finished and reducers started (in order)
+        # per job, what happened since its last notices: tasks with children finished, tasks with parents
+        # started (in order)
         self._news: dict[str, tuple[list[Task], list[Task]]] = {}
 
     # arrivals and launches ------------------------------------------------------------------------
@@ -92,7 +94,7 @@ class SchedulerCore:
         if task.state is not TaskState.PENDING or task.job_id not in self.cluster.jobs:
             raise PolicyError(f"policy {self.policy.name} chose {task.task_id}, which is {task.state.value}")
         job = self.cluster.jobs[task.job_id]
-        if task.kind is StageKind.REDUCE and not self.cluster.reduces_released(job):
+        if task.kind is StageKind.REDUCE and not self.cluster.stage_released(job, task.stage):
             raise PolicyError(f"policy {self.policy.name} chose {task.task_id} before slowstart released it")
         if not host.can_run(task):
             raise PolicyError(f"policy {self.policy.name} chose {task.task_id} for {host.name}, which has no room")
@@ -124,12 +126,10 @@ class SchedulerCore:
         self._leave_hosts(task)
         job.task_stopped(task)
         task.state, task.finished_s = TaskState.DONE, now
-        if task.kind is StageKind.REDUCE:
-            job.reduces_done += 1
-        else:
-            job.maps_done += 1
+        job.stage_done[task.stage] += 1
+        if job.stages[task.stage].children:
             self._news.setdefault(job.job_id, ([], []))[0].append(task)
-            self.cluster.update_launchable(job)  # slowstart may have released its reduces
+            self.cluster.update_launchable(job)  # it may have released a child stage
         if job.done:
             job.finished_s = now
             del self.cluster.jobs[job.job_id]
@@ -144,16 +144,17 @@ class SchedulerCore:
         return None
 
     def host_lost(self, name: str, now: float) -> list[Task]:
-        """A host stopped answering: requeue its running tasks and the finished maps whose output it held
-        (while their job still has reducers to feed). Returns the requeued tasks."""
+        """A host stopped answering: requeue its running tasks and the finished tasks whose output it held
+        (while a child stage of theirs still has tasks to feed). Returns the requeued tasks."""
         self.cluster.now = now
         host = self.cluster.hosts[name]
         self.cluster.lose_host(name)
         requeued = list(host.running.values())
         host.clear()
         for job in self.cluster.jobs.values():
-            if any(r.state is not TaskState.DONE for r in job.reduces):
-                requeued += [m for m in job.maps if m.state is TaskState.DONE and m.host == name]
+            for stage in job.stages:
+                if any(t.state is not TaskState.DONE for c in stage.children for t in job.stages[c].tasks):
+                    requeued += [t for t in stage.tasks if t.state is TaskState.DONE and t.host == name]
         rack_of, alive = self.cluster.rack_of, self.cluster.alive()
         for pending in self.cluster.pending.values():
             pending.forget_host(name, rack_of, alive)
@@ -162,9 +163,9 @@ class SchedulerCore:
             if task.state is TaskState.RUNNING:
                 self._leave_hosts(task)
                 job.task_stopped(task)
-            elif task.kind is StageKind.MAP:
-                job.maps_done -= 1
-            self._requeue(task)  # re-judges the job's launchability: a lost map output may un-release reduces
+            else:
+                job.stage_done[task.stage] -= 1
+            self._requeue(task)  # re-judges the job's launchability: a lost output may un-release a stage
         return requeued
 
     def task_failed(self, task_id: str, attempt: int, now: float) -> bool:
@@ -190,40 +191,41 @@ class SchedulerCore:
         task.attempt += 1
         if task.kind is StageKind.REDUCE:
             self._told.pop(task.task_id, None)
-            task.fetched_maps.clear()
+            task.fetched.clear()
         self.cluster.pending[task.job_id].add(task, self.cluster.rack_of, self.cluster.alive())
         self.cluster.update_launchable(self.cluster.jobs[task.job_id])
 
     # shuffle --------------------------------------------------------------------------------------
-    def shuffle_fetched(self, reduce_id: str, attempt: int, map_index: int) -> None:
-        """A running reducer has one map's partition (what is left to fetch feeds OCS demand hints)."""
-        task = self.tasks[reduce_id]
+    def shuffle_fetched(self, consumer_id: str, attempt: int, source_id: str) -> None:
+        """A running task has one parent task's partition (what is left to fetch feeds OCS demand hints)."""
+        task = self.tasks[consumer_id]
         if task.state is TaskState.RUNNING and task.attempt == attempt:
-            task.fetched_maps.add(map_index)
+            task.fetched.add(source_id)
 
     def shuffle_notices(self) -> list[ShuffleNotice]:
-        """Map outputs that running reducers have not been told about, for jobs whose shuffle is released.
+        """Outputs of finished tasks that their running consumers have not been told about, for jobs whose
+        shuffle is released.
 
-        Only what changed since a job's last notices is looked at (maps finished, reducers started), so
-        a call costs the notices it returns, not the size of the jobs."""
+        Only what changed since a job's last notices is looked at (tasks with children finished, tasks
+        with parents started), so a call costs the notices it returns, not the size of the jobs."""
         notices = []
         for job_id in list(self._news):
             job = self.cluster.jobs[job_id]
             if not any(r.state is TaskState.RUNNING for r in job.reduces):
-                del self._news[job_id]  # a reducer that starts later brings the job back
+                del self._news[job_id]  # a consumer that starts later brings the job back
                 continue
             if not self.policy.release_shuffle(job, self.cluster):
                 continue
-            new_maps, new_reduces = self._news.pop(job_id)
-            done_maps = [m for m in job.maps if m.state is TaskState.DONE]
-            running = [r for r in job.reduces if r.state is TaskState.RUNNING]
-            pairs = [(r, m) for r in new_reduces for m in done_maps]
-            pairs += [(r, m) for m in new_maps for r in running]
-            for reduce, m in pairs:
-                if reduce.state is not TaskState.RUNNING or m.state is not TaskState.DONE:
+            new_sources, new_consumers = self._news.pop(job_id)
+            stages = job.stages
+            pairs = [(c, s) for c in new_consumers for s in job.sources_of(c) if s.state is TaskState.DONE]
+            pairs += [(c, s) for s in new_sources for child in stages[s.stage].children for c in stages[child].tasks
+                      if c.state is TaskState.RUNNING]
+            for consumer, source in pairs:
+                if consumer.state is not TaskState.RUNNING or source.state is not TaskState.DONE:
                     continue
-                told = self._told.setdefault(reduce.task_id, {})
-                if told.get(m.index) != (m.host, m.attempt):
-                    told[m.index] = (m.host, m.attempt)
-                    notices.append(ShuffleNotice(reduce, m))
+                told = self._told.setdefault(consumer.task_id, {})
+                if told.get(source.task_id) != (source.host, source.attempt):
+                    told[source.task_id] = (source.host, source.attempt)
+                    notices.append(ShuffleNotice(consumer, source))
         return notices

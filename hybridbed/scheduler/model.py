@@ -1,9 +1,10 @@
 """The job model: a job is a DAG of stages, a stage a set of like tasks, a task one container's work.
 
 A `JobSpec` is what a workload says about a job (actual sizes, plus the predicted sizes a planner may
-see); `build_job` turns it into runnable stages and tasks. MapReduce is the main case: every map writes
-one partition per reducer, every reducer fetches its partition from every map. Byte counts are exact
-integers, split so that the partitions add up to the job's shuffle size.
+see); `build_job` turns it into runnable stages and tasks. Every task of a stage with parents fetches one
+partition from every task of its parent stages (all-to-all, as a MapReduce shuffle or a Tez
+scatter-gather edge); MapReduce is the two-stage case (maps, then reducers). Byte counts are exact
+integers, split so that the partitions add up to the job's intermediate size.
 """
 from __future__ import annotations
 
@@ -53,8 +54,24 @@ class Predicted:
 
 
 @dataclass(frozen=True)
+class StageSpec:
+    """One stage of a DAG job: `tasks` like tasks that start once their parent stages are done. A root
+    stage (no parents) reads `input_bytes` from the distributed file system; a stage with children sends
+    `output_bytes` on to them (split evenly among the child stages, each task fetching its share from
+    every task of its parents), a stage without children writes them as the job's output."""
+    name: str
+    tasks: int
+    compute_s: float
+    parents: tuple[int, ...] = ()
+    input_bytes: int = 0
+    output_bytes: int = 0
+    demand: Resources | None = None  # None: the scenario's container
+
+
+@dataclass(frozen=True)
 class JobSpec:
-    """One job as a workload describes it."""
+    """One job as a workload describes it: a MapReduce job (`n_maps` maps feeding `n_reduces` reducers), or
+    a DAG of `stages` (see `dag_spec`; the MapReduce fields then summarise it for planners and results)."""
     job_id: str
     arrival_s: float
     input_bytes: int
@@ -68,6 +85,8 @@ class JobSpec:
     predicted: Predicted | None = None
     map_demand: Resources | None = None  # per-task demands; None: the scenario's container
     reduce_demand: Resources | None = None
+    stages: tuple[StageSpec, ...] = ()
+    queue: str = "default"  # the job group a fairness policy shares the cluster among
 
     def __post_init__(self) -> None:
         if self.n_maps < 1:
@@ -79,12 +98,48 @@ class JobSpec:
         for name in ("input_bytes", "shuffle_bytes", "output_bytes"):
             if getattr(self, name) < 0:
                 raise ValueError(f"job {self.job_id}: {name} must not be negative")
+        for i, stage in enumerate(self.stages):
+            where = f"job {self.job_id} stage {i} ({stage.name})"
+            if stage.tasks < 1:
+                raise ValueError(f"{where}: tasks must be at least 1, got {stage.tasks}")
+            if any(not 0 <= p < i for p in stage.parents) or len(set(stage.parents)) != len(stage.parents):
+                raise ValueError(f"{where}: parents must be distinct earlier stages, got {stage.parents}")
+            if stage.parents and stage.input_bytes:
+                raise ValueError(f"{where}: only a root stage reads input, got input_bytes={stage.input_bytes}")
+            if stage.input_bytes < 0 or stage.output_bytes < 0 or stage.compute_s < 0:
+                raise ValueError(f"{where}: input_bytes, output_bytes and compute_s must not be negative")
+
+    def stage_specs(self) -> tuple[StageSpec, ...]:
+        """The job's stages; a MapReduce job's are its maps and its reducers."""
+        if self.stages:
+            return self.stages
+        maps = StageSpec("m", self.n_maps, self.map_compute_s, (), self.input_bytes,
+                         self.shuffle_bytes if self.n_reduces else self.output_bytes, self.map_demand)
+        if not self.n_reduces:
+            return (maps,)
+        return maps, StageSpec("r", self.n_reduces, self.reduce_compute_s, (0,), 0, self.output_bytes, self.reduce_demand)
+
+
+def dag_spec(job_id: str, arrival_s: float, stages: tuple[StageSpec, ...], recurring: bool = False,
+             queue: str = "default") -> JobSpec:
+    """A DAG job; its MapReduce fields summarise it (root stages as maps, the others as reducers)."""
+    if not stages:
+        raise ValueError(f"job {job_id}: a DAG needs at least one stage")
+    children = {p for s in stages for p in s.parents}
+    roots = [s for s in stages if not s.parents]
+    inner = [s for s in stages if s.parents]
+    return JobSpec(
+        job_id, arrival_s, input_bytes=sum(s.input_bytes for s in roots),
+        shuffle_bytes=sum(s.output_bytes for i, s in enumerate(stages) if i in children),
+        output_bytes=sum(s.output_bytes for i, s in enumerate(stages) if i not in children),
+        n_maps=sum(s.tasks for s in roots), n_reduces=sum(s.tasks for s in inner),
+        map_compute_s=max(s.compute_s for s in roots), reduce_compute_s=max((s.compute_s for s in inner), default=0.0),
+        recurring=recurring, stages=tuple(stages), queue=queue)
 
 
 class StageKind(str, enum.Enum):
-    MAP = "map"
-    REDUCE = "reduce"
-    GENERIC = "generic"
+    MAP = "map"  # a root stage's task: reads an input block
+    REDUCE = "reduce"  # a task of a stage with parents: fetches its share of every parent task's output
 
 
 class TaskState(str, enum.Enum):
@@ -106,26 +161,43 @@ class Task:
     task_id: str
     job_id: str
     kind: StageKind
-    index: int
+    index: int  # within its stage
     demand: Resources
     compute_s: float
+    stage: int = 0
     input_block: Block | None = None
-    partition_bytes: list[int] = field(default_factory=list)  # map: bytes written per reducer
-    fetch_bytes: int = 0  # reduce: bytes fetched from all maps together
-    fetched_maps: set[int] = field(default_factory=set)  # reduce: maps whose partition this attempt has
-    output_bytes: int = 0
+    partition_bytes: dict[int, list[int]] = field(default_factory=dict)  # child stage -> bytes for each of its tasks
+    fetch_bytes: int = 0  # stage with parents: bytes fetched from all parent tasks together
+    fetched: set[str] = field(default_factory=set)  # parent tasks whose partition this attempt has
+    output_bytes: int = 0  # written as the job's output (a stage without children)
     state: TaskState = TaskState.PENDING
     host: str | None = None
     attempt: int = 0
     started_s: float | None = None
     finished_s: float | None = None
 
+    def partition_for(self, consumer: "Task") -> int:
+        """Bytes of this task's output that `consumer` (a task of a child stage) fetches."""
+        return self.partition_bytes[consumer.stage][consumer.index]
+
+    @property
+    def written_bytes(self) -> int:
+        """Everything the task writes to its disk: partitions for the child stages and job output."""
+        return sum(sum(sizes) for sizes in self.partition_bytes.values()) + self.output_bytes
+
+
+def partition_name(consumer: Task) -> str:
+    """The file a parent task writes `consumer`'s partition to."""
+    return f"part-{consumer.stage}-{consumer.index}"
+
 
 @dataclass
 class Stage:
+    name: str
     kind: StageKind
     tasks: list[Task]
     parents: list[int] = field(default_factory=list)  # indices of the stages this one reads from
+    children: list[int] = field(default_factory=list)  # indices of the stages reading from this one
 
 
 @dataclass
@@ -135,33 +207,48 @@ class Job:
     # kept by the scheduler core, so that policies never count tasks
     n_running: int = 0
     allocated: Resources = Resources(0, 0)  # the demands of its running tasks, summed
-    maps_done: int = 0
-    reduces_done: int = 0
+    stage_done: list[int] = field(default_factory=list)  # finished tasks per stage
     started_s: float | None = None
     finished_s: float | None = None
+    maps: list[Task] = field(init=False)  # the root stages' tasks
+    reduces: list[Task] = field(init=False)  # the other stages' tasks
+
+    def __post_init__(self) -> None:
+        self.stage_done = [0] * len(self.stages)
+        self.maps = [t for s in self.stages if not s.parents for t in s.tasks]
+        self.reduces = [t for s in self.stages if s.parents for t in s.tasks]
 
     @property
     def job_id(self) -> str:
         return self.spec.job_id
 
     @property
-    def maps(self) -> list[Task]:
-        return self.stages[0].tasks
-
-    @property
-    def reduces(self) -> list[Task]:
-        return self.stages[1].tasks if len(self.stages) > 1 else []
+    def strict_precedence(self) -> bool:
+        """A DAG's stage starts when its parents are done; a MapReduce job's reducers at slowstart."""
+        return bool(self.spec.stages)
 
     @property
     def tasks(self) -> list[Task]:
         return [t for s in self.stages for t in s.tasks]
 
     @property
-    def done(self) -> bool:
-        return self.maps_done == len(self.maps) and self.reduces_done == len(self.reduces)
+    def maps_done(self) -> int:
+        return sum(done for stage, done in zip(self.stages, self.stage_done) if not stage.parents)
 
-    def map_fraction_done(self) -> float:
-        return self.maps_done / len(self.maps)
+    @property
+    def reduces_done(self) -> int:
+        return sum(done for stage, done in zip(self.stages, self.stage_done) if stage.parents)
+
+    @property
+    def done(self) -> bool:
+        return all(done == len(stage.tasks) for stage, done in zip(self.stages, self.stage_done))
+
+    def sources_of(self, task: Task) -> list[Task]:
+        """The tasks whose output `task` fetches: every task of its parent stages."""
+        return [s for p in self.stages[task.stage].parents for s in self.stages[p].tasks]
+
+    def stage_fraction_done(self, stage: int) -> float:
+        return self.stage_done[stage] / len(self.stages[stage].tasks)
 
     def task_started(self, task: Task) -> None:
         self.n_running += 1
@@ -178,29 +265,29 @@ def split_evenly(total: int, parts: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
-def build_job(spec: JobSpec, map_demand: Resources, reduce_demand: Resources) -> Job:
-    """Stages and tasks of a MapReduce job; every byte of input, shuffle and output is accounted for.
-    The demands given are the defaults for a spec that names none of its own."""
-    map_demand = spec.map_demand or map_demand
-    reduce_demand = spec.reduce_demand or reduce_demand
-    block_sizes = split_evenly(spec.input_bytes, spec.n_maps)
-    per_map_shuffle = split_evenly(spec.shuffle_bytes, spec.n_maps)
-    partitions = [split_evenly(b, spec.n_reduces) if spec.n_reduces else [] for b in per_map_shuffle]
-    maps = [
-        Task(f"{spec.job_id}-m{i}", spec.job_id, StageKind.MAP, i, map_demand, spec.map_compute_s,
-             partition_bytes=partitions[i], output_bytes=0 if spec.n_reduces else split_evenly(spec.output_bytes, spec.n_maps)[i])
-        for i in range(spec.n_maps)
-    ]
-    outputs = split_evenly(spec.output_bytes, spec.n_reduces) if spec.n_reduces else []
-    reduces = [
-        Task(f"{spec.job_id}-r{r}", spec.job_id, StageKind.REDUCE, r, reduce_demand, spec.reduce_compute_s,
-             fetch_bytes=sum(p[r] for p in partitions), output_bytes=outputs[r])
-        for r in range(spec.n_reduces)
-    ]
-    stages = [Stage(StageKind.MAP, maps)]
-    if reduces:
-        stages.append(Stage(StageKind.REDUCE, reduces, parents=[0]))
+def build_job(spec: JobSpec, default_demand: Resources) -> Job:
+    """Stages and tasks of a job; every byte of input, intermediate data and output is accounted for.
+    `default_demand` is the demand of a task whose stage names none of its own."""
+    specs = spec.stage_specs()
+    children: list[list[int]] = [[] for _ in specs]
+    for i, stage in enumerate(specs):
+        for p in stage.parents:
+            children[p].append(i)
+    stages = []
+    for i, stage in enumerate(specs):
+        shares = split_evenly(stage.output_bytes, len(children[i])) if children[i] else []
+        per_task = {c: split_evenly(share, stage.tasks) for c, share in zip(children[i], shares)}
+        final = [0] * stage.tasks if children[i] else split_evenly(stage.output_bytes, stage.tasks)
+        kind = StageKind.REDUCE if stage.parents else StageKind.MAP
+        tasks = [Task(f"{spec.job_id}-{stage.name}{k}", spec.job_id, kind, k, stage.demand or default_demand,
+                      stage.compute_s, stage=i, output_bytes=final[k],
+                      partition_bytes={c: split_evenly(per_task[c][k], specs[c].tasks) for c in children[i]})
+                 for k in range(stage.tasks)]
+        stages.append(Stage(stage.name, kind, tasks, list(stage.parents), children[i]))
     job = Job(spec, stages)
-    for task, size in zip(maps, block_sizes):
-        task.input_block = Block(f"{spec.job_id}-b{task.index}", size, ())
+    for task in job.reduces:
+        task.fetch_bytes = sum(source.partition_for(task) for source in job.sources_of(task))
+    block_sizes = [size for stage in specs if not stage.parents for size in split_evenly(stage.input_bytes, stage.tasks)]
+    for n, (task, size) in enumerate(zip(job.maps, block_sizes)):
+        task.input_block = Block(f"{spec.job_id}-b{n}", size, ())
     return job

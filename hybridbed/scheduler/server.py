@@ -23,7 +23,7 @@ from pathlib import Path
 from hybridbed.controller.client import ControllerError, FabricClient
 from hybridbed.scheduler.channel import Channel
 from hybridbed.scheduler.core import Launch, ShuffleNotice
-from hybridbed.scheduler.model import Job, StageKind, Task, build_job
+from hybridbed.scheduler.model import Job, StageKind, Task, build_job, partition_name
 from hybridbed.scheduler.results import (FLOW_FIELDS, JOB_FIELDS, TASK_FIELDS, USAGE_FIELDS, CsvLog, job_row,
                                          summarize, task_row, write_plan)
 from hybridbed.scheduler.transfers import network_cap_mbps
@@ -169,7 +169,7 @@ class SchedulerServer:
         elif kind == "fetch":
             self._log_flow(message)
             if message["kind"] == "shuffle":
-                self.core.shuffle_fetched(message["task_id"], message["attempt"], message["map_index"])
+                self.core.shuffle_fetched(message["task_id"], message["attempt"], message["source"])
         elif kind == "heartbeat" and self.t0:
             self.usage_log.write({"time_s": round(message["time"] - self.t0, 3), "host": host,
                                   "running_tasks": message["running"],
@@ -195,7 +195,7 @@ class SchedulerServer:
 
     # decisions ------------------------------------------------------------------------------------
     def _submit(self, spec, now: float) -> None:
-        job = build_job(spec, self.scenario.container(), self.scenario.container())
+        job = build_job(spec, self.scenario.container())
         self.core.submit(job, now)
         for task in job.maps:  # the input is uploaded before the job runs, as into HDFS
             block = task.input_block
@@ -206,10 +206,10 @@ class SchedulerServer:
         for launch in launches:
             self._send(launch.host, {"op": "launch", "task": self._task_message(launch.task)})
         for notice in notices:
-            m, r = notice.map_task, notice.reduce
-            self._send(r.host, {"op": "notice", "key": f"{r.task_id}.a{r.attempt}", "notice": {
-                "map_index": m.index, "host": m.host, "ip": self.hosts[m.host]["ip"],
-                "path": f"{_output_dir(m)}/part-{r.index}", "bytes": m.partition_bytes[r.index]}})
+            source, consumer = notice.source, notice.consumer
+            self._send(consumer.host, {"op": "notice", "key": f"{consumer.task_id}.a{consumer.attempt}", "notice": {
+                "source": source.task_id, "host": source.host, "ip": self.hosts[source.host]["ip"],
+                "path": f"{_output_dir(source)}/{partition_name(consumer)}", "bytes": source.partition_for(consumer)}})
 
     def _send(self, host: str, message: dict) -> None:
         channel = self.channels.get(host)
@@ -226,7 +226,8 @@ class SchedulerServer:
         message = {
             "task_id": task.task_id, "attempt": task.attempt, "kind": task.kind.value,
             "cores": demand.cores, "memory_mb": demand.memory_mb, "compute_s": task.compute_s,
-            "partition_bytes": task.partition_bytes, "output_bytes": task.output_bytes,
+            "partitions": [[partition_name(c), task.partition_for(c)] for c in self._consumers(task)],
+            "output_bytes": task.output_bytes,
             "output_dir": _output_dir(task), "rate_bps": cap * 1e6 if cap else None,
             "disk_read_bps": demand.disk_read_mbps * 1e6 or None, "disk_write_bps": demand.disk_write_mbps * 1e6 or None,
         }
@@ -234,8 +235,13 @@ class SchedulerServer:
             message["input"] = {"path": f"blocks/{task.input_block.block_id}", "sources": [
                 {"host": h, "ip": self.hosts[h]["ip"]} for h in self.cluster.input_sources(task)]}
         else:
-            message["n_maps"] = len(self.cluster.jobs[task.job_id].maps)
+            message["n_sources"] = len(self.cluster.jobs[task.job_id].sources_of(task))
         return message
+
+    def _consumers(self, task: Task) -> list[Task]:
+        """The tasks of the child stages, each of which fetches a partition of this task's output."""
+        stages = self.cluster.jobs[task.job_id].stages
+        return [c for child in stages[task.stage].children for c in stages[child].tasks]
 
     def _hint_ocs(self) -> None:
         matrix = self.policy.ocs_demand(self.cluster)

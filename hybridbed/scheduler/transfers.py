@@ -42,15 +42,15 @@ def remote_read_load(demand: Resources) -> Resources:
 
 
 def expected_duration_s(task: Task) -> float:
-    """How long the task takes at its allotted rates, as a profile from earlier runs would say: a map's
-    read, compute and write run together; a reducer fetches, then computes while writing. A transfer with
+    """How long the task takes at its allotted rates, as a profile from earlier runs would say: a root
+    task's read, compute and write run together; a task with parents fetches, then computes while writing. A transfer with
     no allotted rate counts as instant."""
     demand = task.demand
 
     def seconds(size: int, rate_mbps: float) -> float:
         return size * 8 / 1e6 / rate_mbps if rate_mbps > 0 else 0.0
 
-    writing = seconds(sum(task.partition_bytes) + task.output_bytes, demand.disk_write_mbps)
+    writing = seconds(task.written_bytes, demand.disk_write_mbps)
     if task.kind is StageKind.MAP:
         reading = seconds(task.input_block.size_bytes if task.input_block else 0, demand.disk_read_mbps)
         return max(task.compute_s, reading, writing)

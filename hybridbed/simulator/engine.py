@@ -3,8 +3,9 @@
 What the emulation's workers do, modelled: a map streams, reading its input block (from the nearest
 replica as a flow, or from its own host: over its disk where disks are modelled, else at no cost) while
 it computes for its modelled time and writes its output (over its disk, where modelled); it is done when
-all are. A reduce fetches the partition of every map as a flow, PARALLEL_FETCHES at a time in the order
-the scheduler told it where they are, then computes while writing its output. Flows share links max-min
+all are. A task with parents (a reduce) fetches the partition of every parent task as a flow,
+PARALLEL_FETCHES at a time in the order the scheduler told it where they are, then computes while
+writing its output. Flows share links max-min
 fairly (`fairshare`), each held to the cap `scheduler.transfers` gives it (its task's allocated rate,
 the scenario's per-task cap), as the emulation's workers pace theirs. The OCS follows
 the controller's periodic mode (`fabric.SimulatedOcs`), matching on the policy's hints and the
@@ -47,12 +48,13 @@ class SimulationTimeout(RuntimeError):
 
 @dataclass
 class ReduceFetches:
-    """A running reduce attempt's shuffle: where each map's partition is, what is queued, in flight, fetched."""
+    """A running reduce attempt's shuffle: where each parent task's partition is, what is queued, in
+    flight, fetched."""
     task: Task
     attempt: int
-    n_maps: int
-    sources: dict[int, tuple[str, int]] = field(default_factory=dict)  # map index -> (host, bytes)
-    queue: deque[int] = field(default_factory=deque)
+    n_sources: int
+    sources: dict[str, tuple[str, int]] = field(default_factory=dict)  # parent task -> (host, bytes)
+    queue: deque[str] = field(default_factory=deque)
     in_flight: int = 0
     fetched: int = 0
     fetched_bytes: int = 0
@@ -130,7 +132,7 @@ class Simulation:
 
     def _handle(self, kind: str, payload: object) -> None:
         if kind == "arrive":
-            self.core.submit(build_job(payload, self.scenario.container(), self.scenario.container()), self.now)
+            self.core.submit(build_job(payload, self.scenario.container()), self.now)
             self._offer_all = True
         elif kind == "computed":
             self._part_done(*payload)
@@ -144,27 +146,27 @@ class Simulation:
                 self._reroute(a, b)
 
     def _decide(self) -> None:
-        """Launch what the policy chooses for the containers on offer, tell reducers about map outputs."""
+        """Launch what the policy chooses for the containers on offer, tell consumers about parent outputs."""
         if self._offer_all or self._offer:
             hosts = None if self._offer_all else list(self._offer)
             self._offer_all, self._offer = False, {}
             for launch in self.core.schedule(self.now, hosts):
                 self._launch(launch.task)
         for notice in self.core.shuffle_notices():
-            fetches = self._reduces[notice.reduce.task_id]
-            m = notice.map_task
-            if m.index not in fetches.sources:
-                fetches.queue.append(m.index)
-            fetches.sources[m.index] = (m.host, m.partition_bytes[fetches.task.index])
+            fetches = self._reduces[notice.consumer.task_id]
+            source = notice.source
+            if source.task_id not in fetches.sources:
+                fetches.queue.append(source.task_id)
+            fetches.sources[source.task_id] = (source.host, source.partition_for(fetches.task))
             self._pump(fetches)
 
     # tasks ----------------------------------------------------------------------------------------
     def _launch(self, task: Task) -> None:
         """A map streams: it reads its block, computes and writes its output at once, and is done when all
         three are. A reducer first fetches every partition, then computes and writes its output at once."""
+        stats = self._stats[task.task_id] = {"written_bytes": task.written_bytes}
         if task.kind is StageKind.MAP:
             block = task.input_block
-            stats = self._stats[task.task_id] = {"written_bytes": sum(task.partition_bytes) + task.output_bytes}
             if task.host in block.replicas:
                 stats["read_local_bytes"] = block.size_bytes
                 source = task.host if self.links.models_disk else None  # else a local read costs nothing
@@ -172,11 +174,11 @@ class Simulation:
                 stats["read_remote_bytes"] = block.size_bytes
                 source = self.cluster.read_source(task, task.host)
             if source is not None:
-                self._start_part(Flow("input", task, task.attempt, -1, source, task.host, block.size_bytes, self.now))
+                self._start_part(Flow("input", task, task.attempt, "", source, task.host, block.size_bytes, self.now))
             self._compute_and_write(task, task.attempt)
         else:
-            self._stats[task.task_id] = {"written_bytes": task.output_bytes}
-            self._reduces[task.task_id] = ReduceFetches(task, task.attempt, len(self.cluster.jobs[task.job_id].maps))
+            sources = len(self.cluster.jobs[task.job_id].sources_of(task))
+            self._reduces[task.task_id] = ReduceFetches(task, task.attempt, sources)
 
     def _compute_and_write(self, task: Task, attempt: int) -> None:
         """Start the task's compute and (where disks are modelled) the write of its output."""
@@ -184,7 +186,7 @@ class Simulation:
         self._count_part(task)
         self._at(self.now + task.compute_s, "computed", (task, attempt))
         if self.links.models_disk and written:
-            self._start_part(Flow("write", task, attempt, -1, task.host, task.host, written, self.now))
+            self._start_part(Flow("write", task, attempt, "", task.host, task.host, written, self.now))
 
     def _start_part(self, flow: Flow) -> None:
         self._count_part(flow.task)
@@ -211,11 +213,11 @@ class Simulation:
     def _pump(self, fetches: ReduceFetches) -> None:
         """Start fetches while the reducer has connections to spare and partitions to fetch."""
         while fetches.queue and fetches.in_flight < PARALLEL_FETCHES:
-            index = fetches.queue.popleft()
-            host, size = fetches.sources[index]
+            source = fetches.queue.popleft()
+            host, size = fetches.sources[source]
             fetches.in_flight += 1
             task = fetches.task
-            self._start_flow(Flow("shuffle", task, fetches.attempt, index, host, task.host, size, self.now))
+            self._start_flow(Flow("shuffle", task, fetches.attempt, source, host, task.host, size, self.now))
 
     # flows ----------------------------------------------------------------------------------------
     def _start_flow(self, flow: Flow) -> None:
@@ -246,9 +248,9 @@ class Simulation:
         fetches.in_flight -= 1
         fetches.fetched += 1
         fetches.fetched_bytes += flow.size
-        self.core.shuffle_fetched(task.task_id, flow.attempt, flow.map_index)
+        self.core.shuffle_fetched(task.task_id, flow.attempt, flow.source)
         self._pump(fetches)
-        if fetches.fetched == fetches.n_maps:
+        if fetches.fetched == fetches.n_sources:
             self._stats[task.task_id]["fetched_bytes"] = fetches.fetched_bytes
             self._compute_and_write(task, fetches.attempt)
 

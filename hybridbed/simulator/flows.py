@@ -25,11 +25,12 @@ FINISH_TOLERANCE_S = 1e-6  # flows this close to their end finish together (part
 
 @dataclass(eq=False)
 class Flow:
-    """One transfer: a map reading its input from another host, or a reducer fetching a map's partition."""
+    """One transfer: a map reading its input from another host, a reducer fetching a parent task's
+    partition, or a task writing its output to its disk."""
     kind: str  # "input", "shuffle" or "write" (a task's output to its own disk, where disks are modelled)
     task: Task
     attempt: int
-    map_index: int  # shuffle: the map whose partition this is
+    source: str  # shuffle: the parent task whose partition this is ("" otherwise)
     src: str
     dst: str
     size: int

@@ -1,14 +1,16 @@
 """One task attempt, run by a worker as its own process inside the task's cgroup.
 
-stdin: the task as one JSON line, then (reduces) one JSON line per map output to fetch; a later line
-for the same map index replaces an earlier one (the map ran again elsewhere).
+stdin: the task as one JSON line, then (a task of a stage with parents) one JSON line per parent task
+output to fetch; a later line for the same parent task replaces an earlier one (it ran again elsewhere).
 stdout: JSON lines: a `fetch` record per transfer, then `done` with the totals.
 
 Compute is emulated either by waiting (`sleep`, the default: it leaves the CPU to Open vSwitch on a
 small machine) or by burning CPU time inside the cgroup's quota (`cpu`).
 
-A map streams: it reads its block, computes and writes its output at the same time, and is done when
-all three are; a reducer fetches every partition, then computes while writing its output. Disk reads
+A map (a root stage's task) streams: it reads its block, computes and writes its output at the same
+time, and is done when all three are; a task with parents (a reducer) fetches every partition, then
+computes while writing its output. Output is one file per consumer task (`part-<stage>-<index>`) and,
+in a stage without children, the job's output. Disk reads
 and writes are paced at the task's allocated rates (`disk_read_bps`, `disk_write_bps`: per-task token
 buckets, as Tetris enforces disk allocations), network connections at `rate_bps`.
 """
@@ -84,13 +86,23 @@ def alongside(*jobs: tuple) -> list[threading.Thread]:
     return threads
 
 
-def run_map(task: dict, data_dir: Path) -> dict:
+def output_files(task: dict, data_dir: Path) -> dict[Path, int]:
+    """Where the task writes: a partition per consumer task, and the job's output if it has any."""
     out_dir = data_dir / task["output_dir"]
-    files = {out_dir / f"part-{r}": size for r, size in enumerate(task["partition_bytes"])}
+    files = {out_dir / name: size for name, size in task["partitions"]}
     if task["output_bytes"]:
         files[out_dir / "output"] = task["output_bytes"]
-    threads = alongside((compute, task["compute_s"], task["compute_mode"]),
-                        (write_outputs, files, task.get("disk_write_bps")))
+    return files
+
+
+def compute_and_write(task: dict, files: dict[Path, int]) -> list[threading.Thread]:
+    return alongside((compute, task["compute_s"], task["compute_mode"]),
+                     (write_outputs, files, task.get("disk_write_bps")))
+
+
+def run_map(task: dict, data_dir: Path) -> dict:
+    files = output_files(task, data_dir)
+    threads = compute_and_write(task, files)
     block = task["input"]
     local = data_dir / block["path"]
     if local.exists():
@@ -121,17 +133,18 @@ def _fetch_from_any(sources: list[dict], path: str, rate_bps: float | None) -> d
 
 
 def run_reduce(task: dict, data_dir: Path, notices: "queue.Queue[dict]") -> dict:
-    """Fetch the partition of every map (up to PARALLEL_FETCHES at once) as their locations arrive.
+    """Fetch the partition of every parent task (up to PARALLEL_FETCHES at once) as their locations
+    arrive, then compute while writing.
 
-    A failed fetch is tried again after FETCH_RETRY_S from the latest location announced for that map:
+    A failed fetch is tried again after FETCH_RETRY_S from the latest location announced for that source:
     a congested path can stall a transfer past the socket timeout while both hosts are fine, and when a
-    host is lost the scheduler re-runs its maps and announces the new location."""
-    n_maps = task["n_maps"]
-    latest: dict[int, dict] = {}
-    retry_at: dict[int, float] = {}
-    fetched: dict[int, int] = {}
+    host is lost the scheduler re-runs its tasks and announces the new location."""
+    n_sources = task["n_sources"]
+    latest: dict[str, dict] = {}
+    retry_at: dict[str, float] = {}
+    fetched: dict[str, int] = {}
     results: "queue.Queue[tuple[dict, dict | None]]" = queue.Queue()
-    in_flight: set[int] = set()
+    in_flight: set[str] = set()
 
     def worker(notice: dict) -> None:
         try:
@@ -140,33 +153,32 @@ def run_reduce(task: dict, data_dir: Path, notices: "queue.Queue[dict]") -> dict
         except FetchError:
             results.put((notice, None))
 
-    while len(fetched) < n_maps:
+    while len(fetched) < n_sources:
         while True:  # take every notice that has arrived
             try:
                 notice = notices.get(timeout=0.05 if in_flight or latest else 1.0)
             except queue.Empty:
                 break
-            latest[notice["map_index"]] = notice
-            retry_at.pop(notice["map_index"], None)
+            latest[notice["source"]] = notice
+            retry_at.pop(notice["source"], None)
         now = time.monotonic()
-        for index, notice in latest.items():
-            if (index not in fetched and index not in in_flight and len(in_flight) < PARALLEL_FETCHES
-                    and retry_at.get(index, 0.0) <= now):
-                in_flight.add(index)
+        for source, notice in latest.items():
+            if (source not in fetched and source not in in_flight and len(in_flight) < PARALLEL_FETCHES
+                    and retry_at.get(source, 0.0) <= now):
+                in_flight.add(source)
                 threading.Thread(target=worker, args=(notice,), daemon=True).start()
         while not results.empty():
             notice, result = results.get()
-            in_flight.discard(notice["map_index"])
+            in_flight.discard(notice["source"])
             if result is None:
-                retry_at[notice["map_index"]] = time.monotonic() + FETCH_RETRY_S
+                retry_at[notice["source"]] = time.monotonic() + FETCH_RETRY_S
                 continue
-            fetched[notice["map_index"]] = result["bytes"]
-            emit({"event": "fetch", "kind": "shuffle", "map_index": notice["map_index"], **result})
-    output = {data_dir / task["output_dir"] / "output": task["output_bytes"]}
-    for thread in alongside((compute, task["compute_s"], task["compute_mode"]),
-                            (write_outputs, output, task.get("disk_write_bps"))):
+            fetched[notice["source"]] = result["bytes"]
+            emit({"event": "fetch", "kind": "shuffle", "source": notice["source"], **result})
+    files = output_files(task, data_dir)
+    for thread in compute_and_write(task, files):
         thread.join()
-    return {"fetched_bytes": sum(fetched.values()), "written_bytes": task["output_bytes"]}
+    return {"fetched_bytes": sum(fetched.values()), "written_bytes": sum(files.values())}
 
 
 def main() -> int:

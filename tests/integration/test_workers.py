@@ -28,7 +28,7 @@ def test_job_completes_and_every_reducer_fetches_exactly_its_bytes(tmp_path, sma
     summary = run_scenario(s, out)
     assert summary["status"] == "done" and summary["jobs_done"] == 1, summary
     (spec,) = s.build_workload()
-    expected = {r.task_id: r.fetch_bytes for r in build_job(spec, s.container(), s.container()).reduces}
+    expected = {r.task_id: r.fetch_bytes for r in build_job(spec, s.container()).reduces}
     tasks = pd.read_csv(out / "tasks.csv")
     reduces = tasks[tasks.kind == "reduce"].set_index("task_id")
     assert reduces["fetched_bytes"].to_dict() == expected

@@ -185,7 +185,7 @@ def run_to_completion(policy, specs, state: ClusterState) -> dict:
     while len(core.finished) < len(specs):
         while pending and pending[0].arrival_s <= now:
             s = pending.pop(0)
-            jobs[s.job_id] = build_job(s, CONTAINER, CONTAINER)
+            jobs[s.job_id] = build_job(s, CONTAINER)
             core.submit(jobs[s.job_id], now)
         core.schedule(now)
         core.shuffle_notices()
@@ -224,7 +224,7 @@ def test_jobpacker_holds_the_shuffle_until_running_reducers_reach_the_threshold(
     spec = JobSpec("big", 0, 4_000_000, 4_000_000, 0, 4, 4, 1, 1, recurring=True)  # 1 MB per reducer
     core = SchedulerCore(policy, state, random.Random(1))
     policy.plan([spec], state)
-    job = build_job(spec, CONTAINER, CONTAINER)
+    job = build_job(spec, CONTAINER)
     core.submit(job, 0.0)
     for m, host in zip(job.maps, ["r0h0", "r0h0", "r0h1", "r0h1"]):  # every map done on rack 0
         core._start(m, state.hosts[host], 0.0)
@@ -234,12 +234,12 @@ def test_jobpacker_holds_the_shuffle_until_running_reducers_reach_the_threshold(
         core._start(reducers[count - 1], state.hosts[f"r1h{count - 1}"], 1.0)
         assert bool(core.shuffle_notices()) is released
     hinted = policy.ocs_demand(state)
-    assert hinted[0][1] == sum(m.partition_bytes[r.index] for r in reducers[:2] for m in job.maps) == 2_000_000
+    assert hinted[0][1] == sum(m.partition_for(r) for r in reducers[:2] for m in job.maps) == 2_000_000
     assert hinted[1][0] == 0
     # as fetches complete the hint shrinks, but an elephant pair stays at the threshold until drained
     for m in job.maps:
         for r in reducers[:2]:
-            core.shuffle_fetched(r.task_id, 0, m.index)
+            core.shuffle_fetched(r.task_id, 0, m.task_id)
             left = policy.ocs_demand(state)[0][1]
             assert left == 2_000_000 or (left == 0 and m is job.maps[-1] and r is reducers[1])
 
@@ -252,7 +252,7 @@ def test_jobpacker_sparsity_rule_keeps_shuffle_heavy_ad_hoc_jobs_apart():
     core = SchedulerCore(policy, state, random.Random(1))
     policy.plan(heavy + [light], state)
     for s in heavy + [light]:
-        core.submit(build_job(s, CONTAINER, CONTAINER), 0.0)
+        core.submit(build_job(s, CONTAINER), 0.0)
     for host in state.hosts.values():
         first = policy.next_task(host, state)
         assert first.job_id.startswith("h")  # an idle rack takes a shuffle-heavy job first
@@ -268,7 +268,7 @@ def test_jobpacker_sparsity_rule_never_leaves_a_container_idle():
     core = SchedulerCore(policy, state, random.Random(1))
     policy.plan(heavy, state)
     for s in heavy:
-        core.submit(build_job(s, CONTAINER, CONTAINER), 0.0)
+        core.submit(build_job(s, CONTAINER), 0.0)
     host = next(iter(state.hosts.values()))
     core._start(policy.next_task(host, state), host, 0.0)
     second = policy.next_task(host, state)  # no light job waits: the rule's preference yields
@@ -282,7 +282,7 @@ def test_a_job_planned_on_a_dead_rack_falls_back_to_fair():
     policy.plan(specs, state)
     core = SchedulerCore(policy, state, random.Random(1))
     for s in specs:
-        core.submit(build_job(s, CONTAINER, CONTAINER), 0.0)
+        core.submit(build_job(s, CONTAINER), 0.0)
     dead = policy.offline.jobs["j0"].maps.racks[0]
     for name, host in state.hosts.items():
         if host.rack == dead:

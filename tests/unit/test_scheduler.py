@@ -30,14 +30,14 @@ def spec(job_id: str, maps: int = 4, reduces: int = 2, arrival: float = 0.0, shu
 
 def submit(core: SchedulerCore, *specs: JobSpec) -> None:
     for s in specs:
-        core.submit(build_job(s, CONTAINER, CONTAINER), s.arrival_s)
+        core.submit(build_job(s, CONTAINER), s.arrival_s)
 
 
 def test_partitions_add_up_to_the_shuffle_and_each_reducer_gets_its_column():
-    job = build_job(spec("j", maps=3, reduces=4, shuffle=1_000_003), CONTAINER, CONTAINER)
-    assert sum(sum(m.partition_bytes) for m in job.maps) == 1_000_003
+    job = build_job(spec("j", maps=3, reduces=4, shuffle=1_000_003), CONTAINER)
+    assert sum(m.written_bytes for m in job.maps) == 1_000_003
     for r in job.reduces:
-        assert r.fetch_bytes == sum(m.partition_bytes[r.index] for m in job.maps)
+        assert r.fetch_bytes == sum(m.partition_for(r) for m in job.maps)
     assert sum(m.input_block.size_bytes for m in job.maps) == 40_000
 
 
@@ -102,7 +102,7 @@ def _single_remote_map_cluster():
     state = cluster(racks=2, hosts=2, slots=1)
     state.hosts = {n: h for n, h in state.hosts.items()}
     core = SchedulerCore(FairPolicy(node_delay_s=2.0, rack_delay_s=3.0), state, random.Random(1), replicas=1)
-    job = build_job(spec("j", maps=1, reduces=0), CONTAINER, CONTAINER)
+    job = build_job(spec("j", maps=1, reduces=0), CONTAINER)
     core.policy.input_racks = lambda job, cluster: [1]
     core.submit(job, 0.0)
     return state, core, job
@@ -164,7 +164,7 @@ def test_a_lost_host_requeues_its_running_tasks_and_the_map_outputs_it_held():
         for l in relaunched:
             core.task_finished(l.task.task_id, l.task.attempt, 3.0)
         notices += core.shuffle_notices()
-    assert {n.map_task.task_id for n in notices} == {m.task_id for m in lost_maps}  # new locations only
+    assert {n.source.task_id for n in notices} == {m.task_id for m in lost_maps}  # new locations only
 
 
 def test_stale_attempt_reports_are_ignored():

@@ -27,8 +27,8 @@ def two_rack_network(delay_ms: float) -> tuple[FlowTable, SimulatedOcs, Flow]:
     links = FabricLinks(fabric, {"r0h0": 0, "r1h0": 1})
     ocs = SimulatedOcs(2, 1, OcsSpec(mode="periodic", reconfig_delay_ms=delay_ms, elephant_threshold_bytes=1000))
     table = FlowTable(links)
-    task = build_job(JobSpec("j", 0, 1, 0, 0, 1, 0, 1, 1), Resources(), Resources()).maps[0]
-    flow = Flow("input", task, 0, -1, "r0h0", "r1h0", int(100 * MB), 0.0)
+    task = build_job(JobSpec("j", 0, 1, 0, 0, 1, 0, 1, 1), Resources()).maps[0]
+    flow = Flow("input", task, 0, "", "r0h0", "r1h0", int(100 * MB), 0.0)
     table.add(flow, np.inf, None)
     table.settle()
     return table, ocs, flow
@@ -122,10 +122,10 @@ def test_disks_are_shared_links_and_a_map_streams_its_read_compute_and_write():
     assert links.models_disk and links.path_links == 5
     table = FlowTable(links)
     demand = Resources(1, 100, disk_read_mbps=40, disk_write_mbps=40)
-    task = build_job(JobSpec("j", 0, 1, 0, 0, 1, 0, 1, 1), demand, demand).maps[0]
+    task = build_job(JobSpec("j", 0, 1, 0, 0, 1, 0, 1, 1), demand).maps[0]
     for _ in range(3):  # three local reads, each capped at its 40 Mb/s allotment, on an 80 Mb/s disk
-        table.add(Flow("input", task, 0, -1, "r0h0", "r0h0", int(80 * MB), 0.0), 40 * MB, None)
-    table.add(Flow("write", task, 0, -1, "r0h0", "r0h0", int(80 * MB), 0.0), 40 * MB, None)
+        table.add(Flow("input", task, 0, "", "r0h0", "r0h0", int(80 * MB), 0.0), 40 * MB, None)
+    table.add(Flow("write", task, 0, "", "r0h0", "r0h0", int(80 * MB), 0.0), 40 * MB, None)
     table.settle()
     assert table.rate[:3] == pytest.approx([80 / 3 * MB] * 3)  # the disk, not the allotment, limits them
     assert table.rate[3] == pytest.approx(40 * MB)  # writes use the other direction

@@ -37,7 +37,7 @@ def run_to_completion(policy: Policy, machines: int = 1) -> dict[str, float]:
     cluster = ClusterState(1, hosts, slowstart=1.0)  # a strict barrier between the phases
     core = SchedulerCore(policy, cluster, random.Random(0), replicas=1)
     for spec in fig1_jobs():
-        core.submit(build_job(spec, Resources(), Resources()), 0.0)
+        core.submit(build_job(spec, Resources()), 0.0)
     now, left = 0.0, {}  # task -> work left, in units of T at its full rate
     while cluster.jobs:
         for launch in core.schedule(now):
@@ -81,7 +81,7 @@ def test_tetris_never_over_allocates_the_network():
     cluster = ClusterState(1, {"m": host}, slowstart=0.0)
     core = SchedulerCore(policy, cluster, random.Random(0), replicas=1)
     for spec in fig1_jobs():
-        core.submit(build_job(spec, Resources(), Resources()), 0.0)
+        core.submit(build_job(spec, Resources()), 0.0)
     core.schedule(0.0)
     assert sum(t.demand.net_in_mbps for t in host.running.values()) <= 3000
     assert host.used.cores <= 18 and host.used.memory_mb <= 36_000
@@ -99,7 +99,7 @@ def test_alignment_prefers_the_task_that_fills_what_is_free():
 
 def test_remaining_work_counts_tasks_still_to_schedule():
     capacity = Resources(10, 10_000)
-    job = build_job(JobSpec("j", 0, 4, 4, 0, 4, 2, 2.0, 3.0), Resources(1, 1000), Resources(2, 0))
+    job = build_job(JobSpec("j", 0, 4, 4, 0, 4, 2, 2.0, 3.0, map_demand=Resources(1, 1000), reduce_demand=Resources(2, 0)), Resources())
     pending = PendingTasks()
     for task in job.tasks:
         pending.add(task, {}, set())
@@ -116,7 +116,7 @@ def test_fairness_knob_limits_the_choice_to_the_jobs_furthest_below_their_share(
     policy = TetrisPolicy(fairness=0.5)
     core = SchedulerCore(policy, cluster, random.Random(0), replicas=1)
     for i in range(4):
-        core.submit(build_job(JobSpec(f"j{i}", float(i), 1, 0, 0, 2, 0, 1, 1), Resources(1, 100), Resources()), 0.0)
+        core.submit(build_job(JobSpec(f"j{i}", float(i), 1, 0, 0, 2, 0, 1, 1), Resources(1, 100)), 0.0)
     core._start(cluster.pending["j0"].any_map(), hosts["m"], 0.0)
     core._start(cluster.pending["j1"].any_map(), hosts["m"], 0.0)
     eligible = [j.job_id for j in policy.eligible_jobs(cluster)]
@@ -130,8 +130,8 @@ def test_barrier_knob_promotes_the_last_tasks_of_a_stage():
     policy = TetrisPolicy(fairness=0.0, barrier=0.5, srtf_weight=0.0)
     core = SchedulerCore(policy, cluster, random.Random(0), replicas=1)
     # "big" aligns better (more cores), "nearly" has half its maps done: past the barrier, it goes first
-    core.submit(build_job(JobSpec("big", 0, 1, 0, 0, 4, 0, 1, 1), Resources(2, 100), Resources()), 0.0)
-    core.submit(build_job(JobSpec("nearly", 1, 1, 0, 0, 2, 0, 1, 1), Resources(1, 100), Resources()), 0.0)
+    core.submit(build_job(JobSpec("big", 0, 1, 0, 0, 4, 0, 1, 1), Resources(2, 100)), 0.0)
+    core.submit(build_job(JobSpec("nearly", 1, 1, 0, 0, 2, 0, 1, 1), Resources(1, 100)), 0.0)
     first = cluster.pending["nearly"].any_map()
     core._start(first, hosts["m"], 0.0)
     core.task_finished(first.task_id, first.attempt, 1.0)
@@ -153,7 +153,7 @@ def test_a_remote_read_holds_bandwidth_at_its_source_and_tetris_respects_it():
     cluster = ClusterState(2, hosts, slowstart=1.0)
     core = SchedulerCore(TetrisPolicy(fairness=0.0), cluster, random.Random(0), replicas=1)
     reader = Resources(1, 100, disk_read_mbps=60, net_in_mbps=60)
-    job = build_job(JobSpec("j", 0, 2, 0, 0, 2, 0, 1, 1), reader, reader)
+    job = build_job(JobSpec("j", 0, 2, 0, 0, 2, 0, 1, 1), reader)
     core.submit(job, 0.0)
     for task in job.maps:  # both blocks on host a
         task.input_block = replace(task.input_block, replicas=("a",))
@@ -175,6 +175,6 @@ def test_baselines_pass_over_a_job_whose_task_does_not_fit(policy):
     host = HostState("m", 0, 4, Resources(4, 4000))
     cluster = ClusterState(1, {"m": host}, slowstart=1.0)
     core = SchedulerCore(policy, cluster, random.Random(0), replicas=1)
-    core.submit(build_job(JobSpec("big", 0, 1, 0, 0, 1, 0, 1, 1), Resources(1, 8000), Resources()), 0.0)
-    core.submit(build_job(JobSpec("small", 1, 1, 0, 0, 1, 0, 1, 1), Resources(1, 1000), Resources()), 0.0)
+    core.submit(build_job(JobSpec("big", 0, 1, 0, 0, 1, 0, 1, 1), Resources(1, 8000)), 0.0)
+    core.submit(build_job(JobSpec("small", 1, 1, 0, 0, 1, 0, 1, 1), Resources(1, 1000)), 0.0)
     assert [launch.task.job_id for launch in core.schedule(0.0)] == ["small"]

@@ -42,9 +42,9 @@ def test_expected_duration_is_the_slowest_part_at_the_allotted_rates():
     from hybridbed.scheduler.transfers import expected_duration_s
     spec = JobSpec("j", 0, 2_000_000, 1_000_000, 500_000, 1, 1, 1.0, 0.5)
     demand = Resources(1, 100, disk_read_mbps=8, disk_write_mbps=4, net_in_mbps=2)
-    job = build_job(spec, demand, demand)
+    job = build_job(spec, demand)
     assert expected_duration_s(job.maps[0]) == pytest.approx(2.0)  # 2 MB read at 1 MB/s beats 1 s of compute
     # the reducer fetches 1 MB at 0.25 MB/s, then writes 0.5 MB at 0.5 MB/s alongside 0.5 s of compute
     assert expected_duration_s(job.reduces[0]) == pytest.approx(4.0 + 1.0)
-    plain = build_job(spec, Resources(), Resources())
+    plain = build_job(spec, Resources())
     assert expected_duration_s(plain.maps[0]) == 1.0  # nothing allotted: only the compute counts

@@ -67,17 +67,16 @@ class JobPackerPolicy(PlannedPolicy):
         for job_id, job in cluster.jobs.items():  # in arrival order, so the sums come out the same every run
             if job_id not in self._released:
                 continue
-            sources = [m for m in job.maps if m.host is not None]
             for reduce in job.reduces:
                 if reduce.state is not TaskState.RUNNING:
                     continue
                 dst = rack_of[reduce.host]
-                for m in sources:
-                    src = rack_of[m.host]
+                for m in job.sources_of(reduce):
+                    src = rack_of[m.host] if m.host is not None else dst
                     if src != dst:
-                        aggregate[src][dst] += m.partition_bytes[reduce.index]
-                        if m.index not in reduce.fetched_maps:
-                            remaining[src][dst] += m.partition_bytes[reduce.index]
+                        aggregate[src][dst] += m.partition_for(reduce)
+                        if m.task_id not in reduce.fetched:
+                            remaining[src][dst] += m.partition_for(reduce)
         threshold = self.network.elephant_bytes
         return [[max(left, threshold) if left and total >= threshold else left
                  for left, total in zip(left_row, total_row)]

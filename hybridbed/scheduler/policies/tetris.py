@@ -2,8 +2,8 @@
 fairness knob and barrier hints.
 
 When a host has room, every job among the ⌈(1 − f)·|J|⌉ furthest below their fair share (f the
-fairness knob; share by DRF or slots) offers its candidate tasks: its best-located map and a released
-reduce. A candidate must fit the host's free resources in every modelled dimension (cores, memory,
+fairness knob; share by DRF or slots) offers its candidate tasks: one per stage that may run (a root
+stage's best-located task, the first pending task of a released stage). A candidate must fit the host's free resources in every modelled dimension (cores, memory,
 disk read/write, network in/out), so nothing is over-allocated. Its score is
 
     alignment − ε · remaining work
@@ -18,7 +18,7 @@ disk read/write, network in/out), so nothing is over-allocated. Its score is
   with its srpt term).
 - ε = m · ā / p̄ (§3.3.2), the averages over this decision's candidates; m = 1 by default.
 - Barrier knob b (§3.5): once a fraction b of a stage's tasks have finished, its remaining tasks are
-  offered the host first (among them the score decides); the job's end counts as a barrier too.
+  offered the host first (among them the score decides); a job's last stages end at a barrier too.
 The scheduler core asks again while the host has room, so several tasks go out per heartbeat
 ("bundling").
 
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from hybridbed.scheduler.cluster import ClusterState, HostState
-from hybridbed.scheduler.model import Job, Resources, StageKind, Task
+from hybridbed.scheduler.model import Job, Resources, Task
 from hybridbed.scheduler.pending import PendingTasks
 from hybridbed.scheduler.policy import Policy
 from hybridbed.scheduler.transfers import expected_duration_s, remote_read_load
@@ -43,9 +43,9 @@ from hybridbed.scheduler.transfers import expected_duration_s, remote_read_load
 
 @dataclass
 class Candidate:
-    """A job's offer for the host: its next map or reduce (a stage's tasks share their demand)."""
+    """A job's offer for the host: the next task of one of its stages (a stage's tasks share their demand)."""
     job: Job
-    kind: StageKind
+    task: Task
     alignment: float
     remaining_work: float
     promoted: bool  # past the barrier knob
@@ -65,10 +65,10 @@ def alignment(free: Resources, demand: Resources, capacity: Resources) -> float:
 def remaining_work(pending: PendingTasks, capacity: Resources) -> float:
     """The normalised demands times durations of the job's tasks still to be scheduled, summed."""
     work = 0.0
-    for tasks in (pending.maps, pending.reduces):
-        if tasks:
-            task = next(iter(tasks.values()))  # a stage's tasks share demand and duration
-            work += len(tasks) * sum(normalised(task.demand, capacity)) * expected_duration_s(task)
+    for stage in pending.stages.values():
+        task = stage.first()  # a stage's tasks share demand and duration
+        if task is not None:
+            work += len(stage.tasks) * sum(normalised(task.demand, capacity)) * expected_duration_s(task)
     return work
 
 
@@ -108,11 +108,8 @@ class TetrisPolicy(Policy):
         epsilon = self.srtf_weight * mean_alignment / mean_work if mean_work > 0 else 0.0
         for best in sorted(pool, key=lambda c: (c.alignment - epsilon * c.remaining_work, -c.job.spec.arrival_s),
                            reverse=True):
-            if best.kind is StageKind.REDUCE:
-                return cluster.released_reduce(best.job)
-            task = cluster.best_map(best.job, host)[0]
-            if self._source_has_room(task, host, cluster):
-                return task
+            if self._source_has_room(best.task, host, cluster):
+                return best.task
         return None
 
     @staticmethod
@@ -131,9 +128,9 @@ class TetrisPolicy(Policy):
         return jobs[: math.ceil((1 - self.fairness) * len(jobs))]
 
     def candidates(self, host: HostState, cluster: ClusterState) -> list[Candidate]:
-        """Each eligible job's next map (remote unless one has its block on this host) and its next released
-        reduce, where they fit the host's free resources. Jobs share few demand vectors, so each vector's
-        fit and alignment is worked out once per decision."""
+        """Each eligible job's next task of every root stage (remote unless one has its block on this
+        host) and of every released stage, where they fit the host's free resources. Jobs share few demand
+        vectors, so each vector's fit and alignment is worked out once per decision."""
         free, capacity = host.free, host.capacity
         scores: dict[Resources, float | None] = {}
 
@@ -147,21 +144,25 @@ class TetrisPolicy(Policy):
         for job in self.eligible_jobs(cluster):
             pending = cluster.pending[job.job_id]
             work = self._remaining_work(job.job_id, pending, capacity)
-            if pending.maps:
-                demand = next(iter(pending.maps.values())).demand
-                value = score(demand, remote=not pending.by_host.get(host.name))
+            stages = [i for i, s in enumerate(job.stages) if not s.parents] if pending.maps else []
+            if pending.reduces:
+                stages += cluster.released_stages(job)
+            for i in pending.waiting(stages):
+                waiting = pending.stages[i]
+                if job.stages[i].parents:
+                    task, remote = waiting.first(), True
+                else:
+                    local = waiting.node_local(host.name)
+                    task, remote = (local, False) if local else (waiting.rack_local(host.rack) or waiting.first(), True)
+                value = score(task.demand, remote)
                 if value is not None:
-                    found.append(Candidate(job, StageKind.MAP, value, work, job.maps_done >= self.barrier * len(job.maps)))
-            if pending.reduces and cluster.reduces_released(job):
-                value = score(next(iter(pending.reduces.values())).demand, remote=True)
-                if value is not None:
-                    promoted = job.reduces_done >= self.barrier * len(job.reduces)
-                    found.append(Candidate(job, StageKind.REDUCE, value, work, promoted))
+                    promoted = job.stage_done[i] >= self.barrier * len(job.stages[i].tasks)
+                    found.append(Candidate(job, task, value, work, promoted))
         return found
 
     def _remaining_work(self, job_id: str, pending: PendingTasks, capacity: Resources) -> float:
         """remaining_work, recomputed only when the job's pending tasks changed."""
-        key = (len(pending.maps), len(pending.reduces), capacity)
+        key = (len(pending), capacity)
         cached = self._work.get(job_id)
         if cached is None or cached[0] != key:
             if len(self._work) > 4096:  # a cache: start afresh now and then, so finished jobs do not pile up
