@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from hybridbed.scheduler.locality import Locality
 from hybridbed.scheduler.model import Job, Resources, StageKind, Task
 from hybridbed.scheduler.pending import PendingTasks
+from hybridbed.scheduler.transfers import remote_read_load
 
 
 @dataclass(frozen=True)
@@ -110,8 +111,12 @@ class ClusterState:
 
     def dominant_share(self, job: Job) -> float:
         """DRF's dominant share of the job's running tasks, over cores and memory."""
-        return max(job.allocated.cores / self._capacity.cores if self._capacity.cores else 0.0,
-                   job.allocated.memory_mb / self._capacity.memory_mb if self._capacity.memory_mb else 0.0)
+        return self.dominant_fraction(job.allocated)
+
+    def dominant_fraction(self, demand: Resources) -> float:
+        """The largest share of the live cluster's cores or memory that `demand` is."""
+        return max(demand.cores / self._capacity.cores if self._capacity.cores else 0.0,
+                   demand.memory_mb / self._capacity.memory_mb if self._capacity.memory_mb else 0.0)
 
     def containers_per_rack(self) -> int:
         """Containers of the fullest rack: the planners' uniform-rack view of the cluster."""
@@ -160,6 +165,34 @@ class ClusterState:
     def released_stages(self, job: Job) -> list[int]:
         """The job's stages with parents that may start, in stage order."""
         return [i for i, stage in enumerate(job.stages) if stage.parents and self.stage_released(job, i)]
+
+    def runnable_stages(self, job: Job) -> list[int]:
+        """The job's stages with a pending task a policy may start: root stages, and released ones."""
+        pending = self.pending[job.job_id]
+        stages = [i for i, s in enumerate(job.stages) if not s.parents] if pending.maps else []
+        if pending.reduces:
+            stages += self.released_stages(job)
+        return pending.waiting(stages)
+
+    def best_in_stage(self, job: Job, stage: int, host: HostState) -> tuple[Task, bool]:
+        """The stage's pending task to start on `host` (for a root stage the best located one) and whether
+        its input is elsewhere (a root task without a replica on the host, or any task with parents).
+        The stage must have a pending task."""
+        waiting = self.pending[job.job_id].stages[stage]
+        if job.stages[stage].parents:
+            return waiting.first(), True
+        local = waiting.node_local(host.name)
+        if local is not None:
+            return local, False
+        return waiting.rack_local(host.rack) or waiting.first(), True
+
+    def source_has_room(self, task: Task, host: HostState) -> bool:
+        """A remote read needs its disk-read and network-out allotment free where the block is (Tetris §3.2)."""
+        source = self.read_source(task, host.name)
+        if source is None:
+            return True
+        where = self.hosts[source]
+        return remote_read_load(task.demand).fits_in(where.free, where.capacity)
 
     def released_reduce(self, job: Job) -> Task | None:
         """A pending task of the job's first released stage with parents that has one."""

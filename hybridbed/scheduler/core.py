@@ -61,6 +61,7 @@ class SchedulerCore:
             self.tasks[task.task_id] = task
             pending.add(task, rack_of, alive)
         self.cluster.update_launchable(job)
+        self.policy.job_arrived(job, self.cluster)
 
     def schedule(self, now: float, hosts: list[str] | None = None) -> list[Launch]:
         """Ask the policy to fill the free containers of `hosts` (default: every host, in random order);

@@ -89,15 +89,6 @@ class JobSpec:
     queue: str = "default"  # the job group a fairness policy shares the cluster among
 
     def __post_init__(self) -> None:
-        if self.n_maps < 1:
-            raise ValueError(f"job {self.job_id}: n_maps must be at least 1, got {self.n_maps}")
-        if self.n_reduces < 0:
-            raise ValueError(f"job {self.job_id}: n_reduces must not be negative, got {self.n_reduces}")
-        if self.shuffle_bytes and not self.n_reduces:
-            raise ValueError(f"job {self.job_id}: {self.shuffle_bytes} shuffle bytes but no reducer")
-        for name in ("input_bytes", "shuffle_bytes", "output_bytes"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"job {self.job_id}: {name} must not be negative")
         for i, stage in enumerate(self.stages):
             where = f"job {self.job_id} stage {i} ({stage.name})"
             if stage.tasks < 1:
@@ -108,6 +99,15 @@ class JobSpec:
                 raise ValueError(f"{where}: only a root stage reads input, got input_bytes={stage.input_bytes}")
             if stage.input_bytes < 0 or stage.output_bytes < 0 or stage.compute_s < 0:
                 raise ValueError(f"{where}: input_bytes, output_bytes and compute_s must not be negative")
+        if self.n_maps < 1:
+            raise ValueError(f"job {self.job_id}: n_maps must be at least 1, got {self.n_maps}")
+        if self.n_reduces < 0:
+            raise ValueError(f"job {self.job_id}: n_reduces must not be negative, got {self.n_reduces}")
+        if self.shuffle_bytes and not self.n_reduces:
+            raise ValueError(f"job {self.job_id}: {self.shuffle_bytes} shuffle bytes but no reducer")
+        for name in ("input_bytes", "shuffle_bytes", "output_bytes"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"job {self.job_id}: {name} must not be negative")
 
     def stage_specs(self) -> tuple[StageSpec, ...]:
         """The job's stages; a MapReduce job's are its maps and its reducers."""

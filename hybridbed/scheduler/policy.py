@@ -4,6 +4,8 @@ A policy answers the scheduler's questions; it never talks to workers, the netwo
 
 - `plan(jobs, cluster)`: offline planning over the jobs known in advance (their predicted characteristics).
 - `input_racks(job, cluster)`: where the first replica of a job's input blocks goes (None: HDFS's default).
+- `job_arrived(job, cluster)`: a job was submitted (its input placed, its tasks pending): per-job
+  planning, such as DAGPS's preferred schedule.
 - `next_task(host, cluster)`: the next task to start on a host that has a free container, or None.
   Called whenever resources free up or work arrives, again after each launch while the host has room
   (so several tasks can start per heartbeat); the task must be pending, and a reduce released.
@@ -36,6 +38,9 @@ class Policy:
 
     def input_racks(self, job: Job, cluster: ClusterState) -> list[int] | None:
         return None
+
+    def job_arrived(self, job: Job, cluster: ClusterState) -> None:
+        """Per-job planning at submission; the default has none."""
 
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
         raise NotImplementedError

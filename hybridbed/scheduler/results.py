@@ -21,8 +21,6 @@ TASK_FIELDS = ["task_id", "job_id", "kind", "attempt", "host", "rack", "locality
                "read_local_bytes", "read_remote_bytes", "fetched_bytes", "written_bytes"]
 USAGE_FIELDS = ["time_s", "host", "running_tasks", "cpu_percent", "rss_mb", "io_read_mbps", "io_write_mbps",
                 "net_in_mbps", "net_out_mbps"]
-PLAN_FIELDS = ["job_id", "map_racks", "map_start_s", "map_end_s", "reduce_racks", "reduce_start_s", "reduce_end_s",
-               "uses_ocs"]
 FLOW_FIELDS = ["task_id", "attempt", "kind", "src_host", "dst_host", "src_rack", "dst_rack", "bytes", "start_s", "end_s"]
 FLOW_PATH_FIELDS = FLOW_FIELDS + ["path"]  # flows.csv once each flow's path is known
 OCS_EVENT_FIELDS = ["seq", "reason", "requested_s", "dark_from_s", "dark_until_s", "done_s", "configured_delay_ms",
@@ -72,10 +70,11 @@ def job_row(job: Job) -> dict:
 
 
 def write_plan(out_dir: Path, policy: Policy) -> None:
-    """plan.csv: the policy's offline plan, if it made one."""
+    """plan.csv: the policy's plan so far (offline, and per job as jobs arrive), if it made one; the
+    columns are the policy's."""
     rows = policy.plan_rows()
     if rows:
-        plan = CsvLog(out_dir / "plan.csv", PLAN_FIELDS)
+        plan = CsvLog(out_dir / "plan.csv", list(rows[0]))
         for row in rows:
             plan.write(row)
         plan.close()

@@ -124,6 +124,7 @@ class SchedulerServer:
                     pass
             for log_file in (self.jobs_log, self.tasks_log, self.flows_log, self.usage_log):
                 log_file.close()
+            write_plan(self.out_dir, self.policy)  # again: per-job plans made as jobs arrived
             summarize(self.out_dir, total, status, started_at=self.t0)
 
     def _await_workers(self) -> None:

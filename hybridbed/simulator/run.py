@@ -43,6 +43,7 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
     finally:
         for log in (logs.jobs, logs.tasks, logs.flows, logs.ocs_events):
             log.close()
+        write_plan(out_dir, simulation.policy)  # again: per-job plans made as jobs arrived
         summarize(out_dir, len(specs), status)
         flows = simulation.flows
         add_uplink_totals(out_dir, round(flows.eps_uplink_bytes), round(flows.ocs_uplink_bytes), len(simulation.ocs.events))

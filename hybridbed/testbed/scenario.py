@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hybridbed.scheduler.cluster import ClusterState, HostState, NetworkView
 from hybridbed.scheduler.core import SchedulerCore
+from hybridbed.scheduler.dag_workload import DagShape, dag_jobs
 from hybridbed.scheduler.model import JobSpec, Resources
 from hybridbed.scheduler.policy import UnknownPolicy, make_policy, registered_policies
 from hybridbed.scheduler.swim import read_swim_files
@@ -95,6 +96,30 @@ class SuiteSpec(_Strict):
                           self.cpu_heavy_cores, self.io_share, self.cpu_heavy_s, self.io_heavy_s, self.memory_gb)
 
 
+class DagSpec(_Strict):
+    """The DAG workload's knobs (source: dag); see scheduler/dag_workload.py. Task demands and compute
+    times follow `workload.suite` (cpu_heavy_cores, io_share, cpu_heavy_s, io_heavy_s, memory_gb, block_mb)."""
+    benchmark: Literal["tpch", "tpcds"] = "tpcds"
+    templates: int = Field(default=20, ge=1)
+    fact_tasks: int = Field(default=20, ge=1, description="scan tasks of a query's fact table at size factor 1")
+    reduce_input_mb: float = Field(default=512.0, gt=0)
+    max_tasks: int = Field(default=40, ge=1)
+    size_factors: list[float] = Field(default=[0.5, 1.0, 2.0], min_length=1)
+    compute_spread: float = Field(default=0.8, ge=0)
+    shared_scan: float = Field(default=0.3, ge=0, le=1)
+    queues: int = Field(default=1, ge=1, description="job groups the jobs are spread over at random")
+
+    @model_validator(mode="after")
+    def _factors_positive(self) -> "DagSpec":
+        if bad := [f for f in self.size_factors if f <= 0]:
+            raise ValueError(f"size_factors must be positive, got {bad}")
+        return self
+
+    def dag_shape(self) -> DagShape:
+        return DagShape(self.benchmark, self.templates, self.fact_tasks, int(self.reduce_input_mb * 1_000_000),
+                        self.max_tasks, tuple(self.size_factors), self.compute_spread, self.shared_scan)
+
+
 class PredictionSpec(_Strict):
     recurring_fraction: float = Field(default=1.0, ge=0, le=1)
     size_error: float = Field(default=0.0, ge=0, le=1)
@@ -103,7 +128,7 @@ class PredictionSpec(_Strict):
 
 
 class WorkloadSpec(_Strict):
-    source: Literal["synthetic", "swim", "tetris-suite"] = "synthetic"
+    source: Literal["synthetic", "swim", "tetris-suite", "dag"] = "synthetic"
     jobs: int = Field(default=12, ge=1, le=100_000)
     trace: Path | list[Path] | None = Field(default=None, description="SWIM trace file, or files read one after "
                                             "the other (source: swim)")
@@ -113,6 +138,7 @@ class WorkloadSpec(_Strict):
     min_shuffle_gb: float = Field(default=0.0, ge=0, description="take only trace jobs shuffling at least this")
     shape: ShapeSpec = ShapeSpec()
     suite: SuiteSpec = SuiteSpec()
+    dag: DagSpec = DagSpec()
     predictions: PredictionSpec = PredictionSpec()
 
     @model_validator(mode="after")
@@ -185,7 +211,7 @@ class Scenario(_Strict):
 
     @model_validator(mode="after")
     def _suite_fits_a_host(self) -> "Scenario":
-        if self.workload.source != "tetris-suite":
+        if self.workload.source not in ("tetris-suite", "dag"):
             return self
         suite, w = self.workload.suite, self.workers
         if suite.cpu_heavy_cores > w.cores_per_host:
@@ -231,9 +257,12 @@ class Scenario(_Strict):
         """The jobs of this scenario, at the emulated scale; the same seed gives the same jobs."""
         rng = random.Random(self.seed)
         w = self.workload
-        if w.source == "tetris-suite":
+        if w.source in ("tetris-suite", "dag"):
             host = self.host_capacity()
             bandwidth = HostBandwidth(host.disk_read_mbps, host.disk_write_mbps, host.net_in_mbps)
+            if w.source == "dag":
+                return dag_jobs(w.jobs, rng, w.dag.dag_shape(), w.suite.suite_shape(), bandwidth, self.scale,
+                                w.arrival_window_s, w.dag.queues)
             return tetris_suite(w.jobs, rng, w.suite.suite_shape(), bandwidth, self.scale, w.arrival_window_s)
         if w.source == "swim":
             rows = read_swim_files(w.trace_files(), w.jobs, w.min_shuffle_gb * 1e9,

@@ -51,12 +51,12 @@ class PlannedPolicy(Policy):
         rows = []
         for p in self.offline.jobs.values():
             stages = {"map": p.maps, "reduce": p.reduces}
-            row = {"job_id": p.job_id, "uses_ocs": p.uses_ocs}
+            row = {"job_id": p.job_id}
             for name, stage in stages.items():
                 row[f"{name}_racks"] = " ".join(map(str, stage.racks)) if stage else ""
                 row[f"{name}_start_s"] = round(stage.start_s, 3) if stage else ""
                 row[f"{name}_end_s"] = round(stage.end_s, 3) if stage else ""
-            rows.append(row)
+            rows.append({**row, "uses_ocs": p.uses_ocs})
         return rows
 
     def input_racks(self, job: Job, cluster: ClusterState) -> list[int] | None:

@@ -38,7 +38,7 @@ from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.model import Job, Resources, Task
 from hybridbed.scheduler.pending import PendingTasks
 from hybridbed.scheduler.policy import Policy
-from hybridbed.scheduler.transfers import expected_duration_s, remote_read_load
+from hybridbed.scheduler.transfers import expected_duration_s
 
 
 @dataclass
@@ -72,6 +72,22 @@ def remaining_work(pending: PendingTasks, capacity: Resources) -> float:
     return work
 
 
+class RemainingWork:
+    """`remaining_work` per job, recomputed only when the job's pending tasks changed."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[tuple, float]] = {}  # job -> (pending count and capacity, remaining work)
+
+    def of(self, job_id: str, pending: PendingTasks, capacity: Resources) -> float:
+        key = (len(pending), capacity)
+        cached = self._cache.get(job_id)
+        if cached is None or cached[0] != key:
+            if len(self._cache) > 4096:  # start afresh now and then, so finished jobs do not pile up
+                self._cache.clear()
+            cached = self._cache[job_id] = (key, remaining_work(pending, capacity))
+        return cached[1]
+
+
 class TetrisPolicy(Policy):
     name = "tetris"
     summary = "Tetris: multi-resource packing (alignment) minus remaining work, fairness knob f, barrier knob b"
@@ -93,7 +109,7 @@ class TetrisPolicy(Policy):
         self.srtf_weight = srtf_weight
         self.remote_penalty = remote_penalty
         self.fair_share = fair_share
-        self._work: dict[str, tuple[tuple, float]] = {}  # job -> (pending counts and capacity, remaining work)
+        self._work = RemainingWork()
 
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
         if host.free_slots <= 0:
@@ -108,18 +124,9 @@ class TetrisPolicy(Policy):
         epsilon = self.srtf_weight * mean_alignment / mean_work if mean_work > 0 else 0.0
         for best in sorted(pool, key=lambda c: (c.alignment - epsilon * c.remaining_work, -c.job.spec.arrival_s),
                            reverse=True):
-            if self._source_has_room(best.task, host, cluster):
+            if cluster.source_has_room(best.task, host):
                 return best.task
         return None
-
-    @staticmethod
-    def _source_has_room(task: Task, host: HostState, cluster: ClusterState) -> bool:
-        """A remote read needs its disk-read and network-out allotment free where the block is (§3.2)."""
-        source = cluster.read_source(task, host.name)
-        if source is None:
-            return True
-        where = cluster.hosts[source]
-        return remote_read_load(task.demand).fits_in(where.free, where.capacity)
 
     def eligible_jobs(self, cluster: ClusterState) -> list[Job]:
         """The ⌈(1 − f)·|J|⌉ launchable jobs furthest below their fair share."""
@@ -143,29 +150,11 @@ class TetrisPolicy(Policy):
         found = []
         for job in self.eligible_jobs(cluster):
             pending = cluster.pending[job.job_id]
-            work = self._remaining_work(job.job_id, pending, capacity)
-            stages = [i for i, s in enumerate(job.stages) if not s.parents] if pending.maps else []
-            if pending.reduces:
-                stages += cluster.released_stages(job)
-            for i in pending.waiting(stages):
-                waiting = pending.stages[i]
-                if job.stages[i].parents:
-                    task, remote = waiting.first(), True
-                else:
-                    local = waiting.node_local(host.name)
-                    task, remote = (local, False) if local else (waiting.rack_local(host.rack) or waiting.first(), True)
+            work = self._work.of(job.job_id, pending, capacity)
+            for i in cluster.runnable_stages(job):
+                task, remote = cluster.best_in_stage(job, i, host)
                 value = score(task.demand, remote)
                 if value is not None:
                     promoted = job.stage_done[i] >= self.barrier * len(job.stages[i].tasks)
                     found.append(Candidate(job, task, value, work, promoted))
         return found
-
-    def _remaining_work(self, job_id: str, pending: PendingTasks, capacity: Resources) -> float:
-        """remaining_work, recomputed only when the job's pending tasks changed."""
-        key = (len(pending), capacity)
-        cached = self._work.get(job_id)
-        if cached is None or cached[0] != key:
-            if len(self._work) > 4096:  # a cache: start afresh now and then, so finished jobs do not pile up
-                self._work.clear()
-            cached = self._work[job_id] = (key, remaining_work(pending, capacity))
-        return cached[1]

@@ -1,0 +1,168 @@
+"""DAGPS / Graphene (Grandl et al., OSDI'16, "Do the Hard Stuff First"): a preferred schedule per DAG,
+softly enforced online while packing, preferring short jobs and bounding unfairness.
+
+Offline, when a job arrives (`job_arrived`), BuildSchedule (`planning/dagps.py`) places its tasks in a
+resource-time space of min(hosts, tasks) empty machines (more machines than tasks never help), with
+each task's duration at its allotted rates (`transfers.expected_duration_s`) and its demand as shares of
+one host; priScore ranks the tasks by planned start, 1 for the first down to 1/N. Jobs alike (same
+stages and sizes, as recurring jobs or one query template at one size) reuse one schedule. The lower
+bounds CPLen, TWork, ModCP and NewLB of every job go to the run's plan.csv beside the planned length.
+
+Online (Fig. 8), for a host with room, every runnable stage of every job offers a task (the best
+located one; a stage's tasks are alike) that fits the host's free resources in every modelled
+dimension:
+
+    perfScore = priScore · pScore − η · srpt_job
+
+- pScore: the dot product of the host's free resources and the task's demand, both normalised by the
+  host's capacity (as Tetris), times the remote penalty rp (0.8) when a root task would read its block
+  from another host (the locality-sensitive case);
+- srpt: the job's remaining work (Σ over its pending tasks of duration × normalised demand);
+- η = m · mean(priScore · pScore) / mean(srpt) over the decision's candidates, m = 0.2 (§8.5).
+Overbooking (oScore) is left out, as the paper allows: a task that does not fit is not a candidate.
+
+Fairness: one deficit counter per job group (the jobs' `queue`). After each choice every group with
+work gains f(demand) · (its fair share − 1 if the task is its own else 0), f the task's dominant share
+of the cluster (DRF) or one slot's share (slots); when the most deprived group's deficit reaches κ (a
+share of the cluster), the choice is made among its tasks only. A group with nothing to run is reset
+to zero (deficit round robin), so it cannot bank credit while idle. The paper gives no κ; 0.1 here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import networkx as nx
+
+from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.model import Job, Resources, StageKind, StageSpec, Task
+from hybridbed.scheduler.planning.dagps import DEFAULT_STEP, build_schedule, lower_bounds
+from hybridbed.scheduler.policies.tetris import RemainingWork, alignment, normalised
+from hybridbed.scheduler.policy import Policy
+from hybridbed.scheduler.transfers import expected_duration_s
+
+
+@dataclass
+class Candidate:
+    task: Task
+    group: str
+    packing: float  # priScore · pScore
+    srpt: float
+
+
+def job_dag(job: Job, capacity: Resources) -> nx.DiGraph:
+    """The job's tasks as DAGPS's DAG: nodes (stage, index) with duration and demand as shares of one host
+    (capped at a whole host), an edge from every task of a parent stage to every task of its child."""
+    dag = nx.DiGraph()
+    for i, stage in enumerate(job.stages):
+        for task in stage.tasks:
+            demand = tuple(min(1.0, d) for d in normalised(task.demand, capacity))
+            dag.add_node((i, task.index), duration=expected_duration_s(task), demand=demand, stage=i)
+        for p in stage.parents:
+            dag.add_edges_from(((p, a.index), (i, b.index)) for a in job.stages[p].tasks for b in stage.tasks)
+    return dag
+
+
+class DagpsPolicy(Policy):
+    name = "dagps"
+    summary = "DAGPS/Graphene: per-DAG preferred schedule (troublesome tasks first), packing x priScore - srpt, deficit fairness"
+    default_slowstart = 1.0
+
+    def __init__(self, srpt_weight: float = 0.2, remote_penalty: float = 0.8, unfairness: float = 0.1,
+                 fairness: Literal["drf", "slots"] = "drf", step: float = DEFAULT_STEP):
+        if srpt_weight < 0:
+            raise ValueError(f"srpt_weight must not be negative, got {srpt_weight}")
+        if not 0 < remote_penalty <= 1:
+            raise ValueError(f"remote_penalty must be in (0, 1] (a factor; 1: no penalty), got {remote_penalty}")
+        if unfairness <= 0:
+            raise ValueError(f"unfairness (kappa) must be positive, got {unfairness}")
+        if fairness not in ("drf", "slots"):
+            raise ValueError(f"fairness must be 'drf' or 'slots', got {fairness!r}")
+        if not 0 < step <= 1:
+            raise ValueError(f"step must be in (0, 1], got {step}")
+        self.srpt_weight = srpt_weight
+        self.remote_penalty = remote_penalty
+        self.unfairness = unfairness
+        self.fairness = fairness
+        self.step = step
+        # per DAG shape and machine count: priScores, the planned length and lower bounds, the job planned for
+        self._planned: dict[tuple[tuple[StageSpec, ...], int], tuple[dict[tuple[int, int], float], dict, str]] = {}
+        self._pri: dict[str, dict[tuple[int, int], float]] = {}  # job -> (stage, index) -> priScore
+        self._rows: list[dict] = []
+        self._deficit: dict[str, float] = {}
+        self._work = RemainingWork()
+
+    # offline: a preferred schedule per DAG ------------------------------------------------------------
+    def job_arrived(self, job: Job, cluster: ClusterState) -> None:
+        for done in [j for j in self._pri if j in cluster.finished]:
+            del self._pri[done]
+        machines = min(len(cluster.hosts), len(job.maps) + len(job.reduces))
+        key = (job.spec.stage_specs(), machines)
+        if key not in self._planned:
+            dag = job_dag(job, next(iter(cluster.hosts.values())).capacity)
+            schedule = build_schedule(dag, machines, self.step)
+            bounds = lower_bounds(dag, machines)
+            row = {"machines": machines, "planned_s": schedule.makespan, "cp_len_s": bounds.cp_len,
+                   "t_work_s": bounds.t_work, "mod_cp_s": bounds.mod_cp, "new_lb_s": bounds.new_lb}
+            self._planned[key] = (schedule.pri_scores(), {k: round(v, 3) for k, v in row.items()}, job.job_id)
+        pri_scores, row, planned_for = self._planned[key]
+        self._pri[job.job_id] = pri_scores
+        self._rows.append({"job_id": job.job_id, **row, "schedule_of": planned_for})
+
+    def plan_rows(self) -> list[dict]:
+        return self._rows
+
+    # online: the matcher ----------------------------------------------------------------------------
+    def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
+        if host.free_slots <= 0:
+            return None
+        candidates = self._candidates(host, cluster)
+        if not candidates:
+            return None
+        mean_packing = sum(c.packing for c in candidates) / len(candidates)
+        mean_srpt = sum(c.srpt for c in candidates) / len(candidates)
+        eta = self.srpt_weight * mean_packing / mean_srpt if mean_srpt > 0 else 0.0
+        pool = candidates
+        groups = {c.group for c in candidates} | {j.spec.queue for j in cluster.launchable.values()}
+        for group in list(self._deficit):
+            if group not in groups:
+                del self._deficit[group]  # nothing to run: no credit kept
+        if self._deficit:
+            deprived = max(sorted(self._deficit), key=self._deficit.__getitem__)
+            own = [c for c in candidates if c.group == deprived]
+            if self._deficit[deprived] >= self.unfairness and own:
+                pool = own
+        best = max(pool, key=lambda c: (c.packing - eta * c.srpt, -cluster.jobs[c.task.job_id].spec.arrival_s))
+        self._charge(best, groups, cluster)
+        return best.task
+
+    def _candidates(self, host: HostState, cluster: ClusterState) -> list[Candidate]:
+        free, capacity = host.free, host.capacity
+        found = []
+        for job in cluster.launchable.values():
+            pri = self._pri[job.job_id]
+            srpt = self._work.of(job.job_id, cluster.pending[job.job_id], capacity)
+            offers = [cluster.best_in_stage(job, stage, host) for stage in cluster.runnable_stages(job)]
+            if not offers:
+                continue
+            first = max(pri[(t.stage, t.index)] for t, _ in offers)  # the job's next task in its schedule
+            for task, remote in offers:
+                if not task.demand.fits_in(free, capacity) or not cluster.source_has_room(task, host):
+                    continue
+                penalty = self.remote_penalty if remote and task.kind is StageKind.MAP else 1.0
+                packing = pri[(task.stage, task.index)] / first * alignment(free, task.demand, capacity) * penalty
+                found.append(Candidate(task, job.spec.queue, packing, srpt))
+        return found
+
+    def _charge(self, chosen: Candidate, groups: set[str], cluster: ClusterState) -> None:
+        """Deficit counters: every group with work is owed its share of what was handed out."""
+        if len(groups) < 2:
+            self._deficit.clear()
+            return
+        if self.fairness == "drf":
+            amount = cluster.dominant_fraction(chosen.task.demand)
+        else:
+            amount = 1 / sum(h.slots for h in cluster.hosts.values() if h.alive)
+        share = 1 / len(groups)
+        for group in groups:
+            self._deficit[group] = self._deficit.get(group, 0.0) + amount * (share - (group == chosen.group))

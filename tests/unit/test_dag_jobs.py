@@ -1,0 +1,211 @@
+"""DAG jobs without a network: the stage model's bytes, stage release and notices in the core, the
+DAG workload, the Tez-order baselines and DAGPS's online matcher."""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.core import SchedulerCore
+from hybridbed.scheduler.dag_workload import DagShape, dag_jobs
+from hybridbed.scheduler.model import Resources, StageSpec, TaskState, build_job, dag_spec
+from hybridbed.scheduler.policies.dag_order import BfsPolicy, CriticalPathPolicy, stage_critical_paths, stage_levels
+from hybridbed.scheduler.policies.dagps import DagpsPolicy
+from hybridbed.scheduler.policies.fair import FairPolicy
+from hybridbed.scheduler.policy import Policy
+from hybridbed.scheduler.tetris_suite import HostBandwidth, SuiteShape
+from hybridbed.simulator.run import run_simulation
+from hybridbed.testbed.scenario import Scenario
+
+CONTAINER = Resources(1, 256)
+
+
+def diamond(job_id: str = "d", arrival: float = 0.0, queue: str = "default", long_side: float = 1.0):
+    """a -> (b, c) -> d: two branches between a fan-out and a fan-in."""
+    return dag_spec(job_id, arrival, (
+        StageSpec("a", 2, 1.0, (), input_bytes=1000, output_bytes=600),
+        StageSpec("b", 3, long_side, (0,), output_bytes=90),
+        StageSpec("c", 1, 1.0, (0,), output_bytes=30),
+        StageSpec("d", 2, 1.0, (1, 2), output_bytes=10),
+    ), queue=queue)
+
+
+def cluster(hosts: int = 4, slots: int = 4, slowstart: float = 0.05) -> ClusterState:
+    return ClusterState(1, {f"h{i}": HostState(f"h{i}", 0, slots, Resources(slots, slots * 256))
+                            for i in range(hosts)}, slowstart)
+
+
+def finish(core: SchedulerCore, tasks, now: float) -> None:
+    for task in tasks:
+        core.task_finished(task.task_id, task.attempt, now)
+
+
+def test_every_byte_of_a_dag_is_accounted_for():
+    spec = diamond()
+    job = build_job(spec, CONTAINER)
+    a, b, c, d = (stage.tasks for stage in job.stages)
+    assert sum(t.written_bytes for t in a) == 600 and sum(t.input_block.size_bytes for t in a) == 1000
+    assert sum(t.fetch_bytes for t in b) == 300 and sum(t.fetch_bytes for t in c) == 300  # split between children
+    assert sum(t.fetch_bytes for t in d) == 120 and sum(t.output_bytes for t in d) == 10
+    for task in d:  # fetches from every task of both parent stages
+        assert {s.task_id for s in job.sources_of(task)} == {t.task_id for t in b + c}
+        assert task.fetch_bytes == sum(s.partition_for(task) for s in b + c)
+    assert (spec.input_bytes, spec.shuffle_bytes, spec.output_bytes) == (1000, 720, 10)
+    assert (spec.n_maps, spec.n_reduces) == (2, 6)
+
+
+def test_bad_stages_are_refused_by_stage_and_field():
+    with pytest.raises(ValueError, match=r"stage 1 \(b\): parents"):
+        dag_spec("j", 0, (StageSpec("a", 1, 1.0), StageSpec("b", 1, 1.0, (1,))))
+    with pytest.raises(ValueError, match=r"stage 1 \(b\): only a root stage reads input"):
+        dag_spec("j", 0, (StageSpec("a", 1, 1.0), StageSpec("b", 1, 1.0, (0,), input_bytes=5)))
+    with pytest.raises(ValueError, match="tasks must be at least 1"):
+        dag_spec("j", 0, (StageSpec("a", 0, 1.0),))
+
+
+def test_a_dag_stage_starts_only_when_all_its_parent_stages_are_done():
+    state = cluster()
+    core = SchedulerCore(FairPolicy(node_delay_s=0, rack_delay_s=0), state, random.Random(1), replicas=1)
+    job = build_job(diamond(), CONTAINER)
+    core.submit(job, 0.0)
+    a, b, c, d = (stage.tasks for stage in job.stages)
+    started = core.schedule(0.0)
+    assert {launch.task.task_id for launch in started} == {t.task_id for t in a}  # slowstart 0.05 does not apply
+    finish(core, a[:1], 1.0)
+    assert core.schedule(1.0) == []
+    finish(core, a[1:], 2.0)
+    assert {launch.task.task_id for launch in core.schedule(2.0)} == {t.task_id for t in b + c}
+    notices = core.shuffle_notices()
+    assert {(n.consumer.task_id, n.source.task_id) for n in notices} == {(x.task_id, s.task_id) for x in b + c for s in a}
+    finish(core, b + c[:0], 3.0)
+    assert core.schedule(3.0) == []  # d waits for c too
+    finish(core, c, 4.0)
+    assert {launch.task.task_id for launch in core.schedule(4.0)} == {t.task_id for t in d}
+    assert len(core.shuffle_notices()) == len(d) * 4
+    finish(core, d, 5.0)
+    assert core.finished == [job]
+
+
+def test_a_lost_host_requeues_the_finished_intermediate_tasks_its_consumers_still_need():
+    state = cluster(hosts=2)
+    core = SchedulerCore(FairPolicy(node_delay_s=0, rack_delay_s=0), state, random.Random(1), replicas=1)
+    job = build_job(diamond(), CONTAINER)
+    core.submit(job, 0.0)
+    a, b, c, d = (stage.tasks for stage in job.stages)
+    core.schedule(0.0)
+    finish(core, a, 1.0)
+    core.schedule(1.0)
+    finish(core, b + c, 2.0)
+    core.schedule(2.0)
+    lost = d[0].host
+    requeued = core.host_lost(lost, 3.0)
+    assert {t.task_id for t in requeued} == {t.task_id for t in b + c + d if t.host is None}
+    assert all(t.state is TaskState.PENDING for t in requeued)
+    assert not any(t in requeued for t in a)  # b and c, not a, are what d fetches from
+    assert not state.stage_released(job, 3)
+
+
+def small_dags(n: int, seed: int = 1, shape: DagShape = DagShape(templates=6)) -> list:
+    return dag_jobs(n, random.Random(seed), shape, SuiteShape(block_bytes=1_000_000), HostBandwidth(16, 16, 10), 1.0)
+
+
+def test_dag_workload_is_reproducible_and_shaped_like_query_plans():
+    jobs = small_dags(40)
+    assert [j.stages for j in jobs] == [j.stages for j in small_dags(40)]
+    depths, shared = [], 0
+    for spec in jobs:
+        graph = nx.DiGraph([(p, i) for i, s in enumerate(spec.stages) for p in s.parents])
+        assert nx.is_directed_acyclic_graph(graph) and nx.is_weakly_connected(graph)
+        depths.append(nx.dag_longest_path_length(graph) + 1)
+        sinks = [i for i in graph if graph.out_degree(i) == 0]
+        assert sinks == [len(spec.stages) - 1] and spec.stages[-1].tasks == 1  # one final sort
+        shared += any(graph.out_degree(i) > 1 for i, s in enumerate(spec.stages) if not s.parents)
+        job = build_job(spec, CONTAINER)
+        for stage in job.stages[1:]:
+            produced = sum(t.written_bytes for p in stage.parents for t in job.stages[p].tasks)
+            assert produced >= sum(t.fetch_bytes for t in stage.tasks)
+    assert min(depths) >= 4 and max(depths) <= 14
+    assert shared > 0  # some plans share a scan between two joins: DAGs, not trees
+    assert len({j.job_id.split("-")[1] for j in jobs}) > 3  # several templates in use
+
+
+def test_stage_levels_and_critical_paths_on_the_diamond():
+    job = build_job(diamond(long_side=5.0), CONTAINER)
+    assert stage_levels(job) == [0, 1, 1, 2]
+    assert stage_critical_paths(job) == [7.0, 6.0, 2.0, 1.0]
+
+
+@pytest.mark.parametrize("policy, expected", [(BfsPolicy(), "c"), (CriticalPathPolicy(), "b")])
+def test_tez_orders_pick_the_stage_their_rule_ranks_first(policy: Policy, expected: str):
+    """a -> x -> b (long) -> d and a -> c (short) -> d, one container: both take a, then x (level 1, on the
+    long path); then b (level 2, long path) and c (level 1, short path) wait: BFS takes c, CP takes b."""
+    spec = dag_spec("j", 0.0, (
+        StageSpec("a", 1, 1.0, (), 10, 10), StageSpec("x", 1, 1.0, (0,), 0, 10),
+        StageSpec("b", 1, 9.0, (1,), 0, 10), StageSpec("c", 1, 1.0, (0,), 0, 10), StageSpec("d", 1, 1.0, (2, 3))))
+    core = SchedulerCore(policy, cluster(hosts=1, slots=1), random.Random(1), replicas=1)
+    job = build_job(spec, CONTAINER)
+    core.submit(job, 0.0)
+    picked = []
+    for now in (0.0, 1.0, 2.0):
+        task = core.schedule(now)[0].task
+        picked.append(job.stages[task.stage].name)
+        finish(core, [task], now + 1)
+    assert picked == ["a", "x", expected]
+
+
+def test_dagps_reports_bounds_and_reuses_a_schedule_for_alike_jobs():
+    state = cluster()
+    policy = DagpsPolicy()
+    core = SchedulerCore(policy, state, random.Random(1), replicas=1)
+    for i in range(2):
+        core.submit(build_job(diamond(f"d{i}"), CONTAINER), 0.0)
+    rows = policy.plan_rows()
+    assert [r["schedule_of"] for r in rows] == ["d0", "d0"]
+    row = rows[0]
+    assert row["new_lb_s"] >= max(row["cp_len_s"], row["t_work_s"]) - 1e-6
+    assert row["planned_s"] >= row["new_lb_s"] - 1e-6 and row["cp_len_s"] == 3.0
+
+
+def test_dagps_deficit_counters_bound_what_one_queue_takes_from_another():
+    """Queue q1 has many short jobs (low srpt, preferred), q0 one long job; a tight unfairness bound makes
+    q0 get tasks early, a loose one lets q1 take every container first."""
+    def launches(unfairness: float) -> list[str]:
+        state = cluster(hosts=1, slots=8)
+        core = SchedulerCore(DagpsPolicy(srpt_weight=5.0, unfairness=unfairness), state, random.Random(1), replicas=1)
+        core.submit(build_job(diamond("long", queue="q0", long_side=50.0), CONTAINER), 0.0)
+        for i in range(4):
+            core.submit(build_job(dag_spec(f"s{i}", 0.0, (StageSpec("a", 2, 1.0, (), 10, 10),), queue="q1"), CONTAINER), 0.0)
+        return [state.jobs[launch.task.job_id].spec.queue for launch in core.schedule(0.0)]
+
+    tight, loose = launches(0.01), launches(10.0)
+    assert loose[:8] == ["q1"] * 8
+    assert "q0" in tight[:4]
+
+
+def test_a_dag_workload_runs_in_the_simulator_with_strict_precedence(tmp_path: Path):
+    import pandas as pd
+
+    scenario = Scenario.model_validate({
+        "name": "sim-dag", "backend": "simulation", "seed": 3, "scale": 0.01,
+        "fabric": {"racks": 2, "hosts_per_rack": 2, "host_rate_mbps": 10, "variant": "eps"},
+        "workers": {"slots_per_host": 16, "cores_per_host": 12, "memory_mb_per_host": 32000,
+                    "disk_read_mbps_per_host": 16, "disk_write_mbps_per_host": 16},
+        "workload": {"source": "dag", "jobs": 4, "arrival_window_s": 20,
+                     "dag": {"templates": 3, "fact_tasks": 4, "max_tasks": 4}, "suite": {"cpu_heavy_s": 2}},
+        "scheduler": {"policy": "dagps"}, "max_duration_s": 3000})
+    summary = run_simulation(scenario, tmp_path / "run")
+    assert summary["status"] == "done" and summary["jobs_done"] == 4
+    tasks = pd.read_csv(tmp_path / "run" / "tasks.csv").set_index("task_id")
+    for spec in scenario.build_workload():
+        job = build_job(spec, scenario.container())
+        for stage in job.stages:
+            for task in stage.tasks:
+                row = tasks.loc[task.task_id]
+                assert row.fetched_bytes == task.fetch_bytes
+                for source in job.sources_of(task):
+                    assert tasks.loc[source.task_id].finish_s <= row.start_s + 1e-9
+    plan = pd.read_csv(tmp_path / "run" / "plan.csv")
+    assert len(plan) == 4 and (plan.planned_s >= plan.new_lb_s - 1e-3).all()
