@@ -19,6 +19,8 @@ children start). Times may go negative while building; a schedule is shifted to 
 """
 from __future__ import annotations
 
+import functools
+import heapq
 import itertools
 from dataclasses import dataclass, field
 
@@ -104,27 +106,50 @@ def check_demands(dag: nx.DiGraph) -> None:
 def place_forward(tasks: set[str], space: Space, dag: nx.DiGraph) -> Space:
     """PlaceTasksF: longest ready task first, at the earliest fit after its placed parents end."""
     space = space.copy()
-    _place_greedily(tasks, space, dag, parents=dag.predecessors)
+    _place_greedily(tasks, space, dag, parents=dag.predecessors, children=dag.successors)
     return space
 
 
 def place_backward(tasks: set[str], space: Space, dag: nx.DiGraph) -> Space:
     """PlaceTasksB: forward placement of the reversed DAG in mirrored time."""
     mirrored = space.mirrored()
-    _place_greedily(tasks, mirrored, dag, parents=dag.successors)
+    _place_greedily(tasks, mirrored, dag, parents=dag.successors, children=dag.predecessors)
     return mirrored.mirrored()
 
 
-def _place_greedily(tasks: set[str], space: Space, dag: nx.DiGraph, parents) -> None:
-    left = set(tasks)
+@functools.total_ordering
+class _Descending:
+    """Orders task names backwards, so a min-heap of (-duration, _Descending(name)) pops the longest task,
+    ties broken by the greatest name (deterministic whatever the names are)."""
+    __slots__ = ("name",)
+
+    def __init__(self, name) -> None:
+        self.name = name
+
+    def __lt__(self, other: "_Descending") -> bool:
+        return self.name > other.name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Descending) and self.name == other.name
+
+
+def _place_greedily(tasks: set[str], space: Space, dag: nx.DiGraph, parents, children) -> None:
+    """The longest task whose parents in `tasks` are placed goes next (a heap of ready tasks, kept by
+    counting each task's parents still to place)."""
     floor = space.span[0]  # a task with nothing placed before it starts with the space
-    while left:
-        ready = [t for t in left if not any(p in left for p in parents(t))]
-        task = max(ready, key=lambda t: (dag.nodes[t]["duration"], t))  # ties: by name, for determinism
+    waiting = {t: sum(1 for p in parents(t) if p in tasks) for t in tasks}
+    ready = [(-dag.nodes[t]["duration"], _Descending(t)) for t, count in waiting.items() if count == 0]
+    heapq.heapify(ready)
+    while ready:
+        task = heapq.heappop(ready)[1].name
         placed_before = [space.placed[p][2] for p in parents(task) if p in space.placed]
         data = dag.nodes[task]
         space.place(task, data["duration"], data["demand"], max(placed_before, default=floor))
-        left.remove(task)
+        for child in children(task):
+            if child in waiting:
+                waiting[child] -= 1
+                if waiting[child] == 0:
+                    heapq.heappush(ready, (-dag.nodes[child]["duration"], _Descending(child)))
 
 
 def place_either_way(tasks: set[str], space: Space, dag: nx.DiGraph) -> Space:
@@ -169,11 +194,23 @@ def frag_scores(dag: nx.DiGraph, machines: int) -> dict[str, float]:
     return scores
 
 
+def reachable(dag: nx.DiGraph, sources: set[str], forward: bool = True) -> set[str]:
+    """Every task below (forward) or above some task of `sources`, not counting the sources themselves
+    unless reached from another: one traversal for the whole set."""
+    step = dag.successors if forward else dag.predecessors
+    found: set[str] = set()
+    frontier = [n for t in sources for n in step(t)]
+    while frontier:
+        task = frontier.pop()
+        if task not in found:
+            found.add(task)
+            frontier.extend(step(task))
+    return found
+
+
 def closure(dag: nx.DiGraph, chosen: set[str]) -> frozenset[str]:
     """The chosen tasks and every task on a path between two of them."""
-    below = set().union(*(nx.descendants(dag, t) for t in chosen)) if chosen else set()
-    above = set().union(*(nx.ancestors(dag, t) for t in chosen)) if chosen else set()
-    return frozenset(chosen | (below & above))
+    return frozenset(chosen | (reachable(dag, chosen) & reachable(dag, chosen, forward=False)))
 
 
 def candidate_troublesome_sets(dag: nx.DiGraph, machines: int, step: float = DEFAULT_STEP) -> list[frozenset[str]]:
@@ -190,8 +227,8 @@ def candidate_troublesome_sets(dag: nx.DiGraph, machines: int, step: float = DEF
 
 def split(dag: nx.DiGraph, troublesome: frozenset[str]) -> dict[str, set[str]]:
     """T, and the rest as P (ancestors of T), C (descendants of T) and O (the others)."""
-    ancestors = set().union(*(nx.ancestors(dag, t) for t in troublesome)) - troublesome
-    descendants = set().union(*(nx.descendants(dag, t) for t in troublesome)) - troublesome
+    ancestors = reachable(dag, set(troublesome), forward=False) - troublesome
+    descendants = reachable(dag, set(troublesome)) - troublesome
     others = set(dag) - troublesome - ancestors - descendants
     return {"T": set(troublesome), "P": ancestors, "C": descendants, "O": others}
 

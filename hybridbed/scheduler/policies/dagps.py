@@ -2,7 +2,8 @@
 softly enforced online while packing, preferring short jobs and bounding unfairness.
 
 Offline, when a job arrives (`job_arrived`), BuildSchedule (`planning/dagps.py`) places its tasks in a
-resource-time space of min(hosts, tasks) empty machines (more machines than tasks never help), with
+resource-time space of min(space_hosts, tasks) empty machines (space_hosts: the cluster's hosts unless
+set; more machines than tasks never help; the paper leaves the space's size open), with
 each task's duration at its allotted rates (`transfers.expected_duration_s`) and its demand as shares of
 one host; priScore ranks the tasks by planned start, 1 for the first down to 1/N. Jobs alike (same
 stages and sizes, as recurring jobs or one query template at one size) reuse one schedule. The lower
@@ -69,7 +70,7 @@ class DagpsPolicy(Policy):
     default_slowstart = 1.0
 
     def __init__(self, srpt_weight: float = 0.2, remote_penalty: float = 0.8, unfairness: float = 0.1,
-                 fairness: Literal["drf", "slots"] = "drf", step: float = DEFAULT_STEP):
+                 fairness: Literal["drf", "slots"] = "drf", step: float = DEFAULT_STEP, space_hosts: int | None = None):
         if srpt_weight < 0:
             raise ValueError(f"srpt_weight must not be negative, got {srpt_weight}")
         if not 0 < remote_penalty <= 1:
@@ -80,11 +81,14 @@ class DagpsPolicy(Policy):
             raise ValueError(f"fairness must be 'drf' or 'slots', got {fairness!r}")
         if not 0 < step <= 1:
             raise ValueError(f"step must be in (0, 1], got {step}")
+        if space_hosts is not None and space_hosts < 1:
+            raise ValueError(f"space_hosts must be at least 1, got {space_hosts}")
         self.srpt_weight = srpt_weight
         self.remote_penalty = remote_penalty
         self.unfairness = unfairness
         self.fairness = fairness
         self.step = step
+        self.space_hosts = space_hosts
         # per DAG shape and machine count: priScores, the planned length and lower bounds, the job planned for
         self._planned: dict[tuple[tuple[StageSpec, ...], int], tuple[dict[tuple[int, int], float], dict, str]] = {}
         self._pri: dict[str, dict[tuple[int, int], float]] = {}  # job -> (stage, index) -> priScore
@@ -96,7 +100,7 @@ class DagpsPolicy(Policy):
     def job_arrived(self, job: Job, cluster: ClusterState) -> None:
         for done in [j for j in self._pri if j in cluster.finished]:
             del self._pri[done]
-        machines = min(len(cluster.hosts), len(job.maps) + len(job.reduces))
+        machines = min(self.space_hosts or len(cluster.hosts), len(job.maps) + len(job.reduces))
         key = (job.spec.stage_specs(), machines)
         if key not in self._planned:
             dag = job_dag(job, next(iter(cluster.hosts.values())).capacity)
