@@ -209,3 +209,14 @@ def test_a_dag_workload_runs_in_the_simulator_with_strict_precedence(tmp_path: P
                     assert tasks.loc[source.task_id].finish_s <= row.start_s + 1e-9
     plan = pd.read_csv(tmp_path / "run" / "plan.csv")
     assert len(plan) == 4 and (plan.planned_s >= plan.new_lb_s - 1e-3).all()
+
+
+def test_dag_workload_knobs_are_checked_by_name():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="size_factors must be positive"):
+        Scenario.model_validate({"name": "x", "fabric": {"racks": 2, "hosts_per_rack": 1},
+                                 "workload": {"source": "dag", "dag": {"size_factors": [1, -2]}}})
+    with pytest.raises(ValidationError, match="space_hosts must be at least 1"):
+        Scenario.model_validate({"name": "x", "fabric": {"racks": 2, "hosts_per_rack": 1},
+                                 "scheduler": {"policy": "dagps", "policy_params": {"dagps": {"space_hosts": 0}}}})
