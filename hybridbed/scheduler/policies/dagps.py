@@ -16,9 +16,12 @@ dimension:
     perfScore = priScore · pScore − η · srpt_job
 
 - pScore: the dot product of the host's free resources and the task's demand, both normalised by the
-  host's capacity (as Tetris), times the remote penalty rp (0.8) when a root task would read its block
-  from another host (the locality-sensitive case);
+  host's capacity (as Tetris), times rp = 1 − remote_penalty (0.8, as the paper uses) when a root task
+  would read its block from another host (the locality-sensitive case);
 - srpt: the job's remaining work (Σ over its pending tasks of duration × normalised demand);
+- priScore: relative to the job's best runnable task (its next task in the schedule scores 1). The paper's
+  raw ranks (1 for a DAG's first task down to 1/N for its last) make a newly arrived job's first tasks
+  beat every running job's later ones, which serves the newest job first (README, Policies);
 - η = m · mean(priScore · pScore) / mean(srpt) over the decision's candidates, m = 0.2 (§8.5).
 Overbooking (oScore) is left out, as the paper allows: a task that does not fit is not a candidate.
 
@@ -69,12 +72,12 @@ class DagpsPolicy(Policy):
     summary = "DAGPS/Graphene: per-DAG preferred schedule (troublesome tasks first), packing x priScore - srpt, deficit fairness"
     default_slowstart = 1.0
 
-    def __init__(self, srpt_weight: float = 0.2, remote_penalty: float = 0.8, unfairness: float = 0.1,
+    def __init__(self, srpt_weight: float = 0.2, remote_penalty: float = 0.2, unfairness: float = 0.1,
                  fairness: Literal["drf", "slots"] = "drf", step: float = DEFAULT_STEP, space_hosts: int | None = None):
         if srpt_weight < 0:
             raise ValueError(f"srpt_weight must not be negative, got {srpt_weight}")
-        if not 0 < remote_penalty <= 1:
-            raise ValueError(f"remote_penalty must be in (0, 1] (a factor; 1: no penalty), got {remote_penalty}")
+        if not 0 <= remote_penalty < 1:
+            raise ValueError(f"remote_penalty must be in [0, 1), got {remote_penalty}")
         if unfairness <= 0:
             raise ValueError(f"unfairness (kappa) must be positive, got {unfairness}")
         if fairness not in ("drf", "slots"):
@@ -153,7 +156,7 @@ class DagpsPolicy(Policy):
             for task, remote in offers:
                 if not task.demand.fits_in(free, capacity) or not cluster.source_has_room(task, host):
                     continue
-                penalty = self.remote_penalty if remote and task.kind is StageKind.MAP else 1.0
+                penalty = 1 - self.remote_penalty if remote and task.kind is StageKind.MAP else 1.0
                 packing = pri[(task.stage, task.index)] / first * alignment(free, task.demand, capacity) * penalty
                 found.append(Candidate(task, job.spec.queue, packing, srpt))
         return found
