@@ -82,7 +82,7 @@ class ClusterState:
     slowstart: float
     jobs: dict[str, Job] = field(default_factory=dict)  # arrived and not finished
     pending: dict[str, PendingTasks] = field(default_factory=dict)  # per job in `jobs`
-    # jobs of `jobs` with a task a policy may start (a pending map, or a pending reduce slowstart released):
+    # jobs of `jobs` with a task a policy may start (a pending root task, or one of a released stage):
     # kept by the scheduler core, so that a policy looks only at these however many jobs wait
     launchable: dict[str, Job] = field(default_factory=dict)
     finished: set[str] = field(default_factory=set)  # ids of the jobs that are done

@@ -96,7 +96,7 @@ class SchedulerCore:
             raise PolicyError(f"policy {self.policy.name} chose {task.task_id}, which is {task.state.value}")
         job = self.cluster.jobs[task.job_id]
         if task.kind is StageKind.REDUCE and not self.cluster.stage_released(job, task.stage):
-            raise PolicyError(f"policy {self.policy.name} chose {task.task_id} before slowstart released it")
+            raise PolicyError(f"policy {self.policy.name} chose {task.task_id} before its parent stages released it")
         if not host.can_run(task):
             raise PolicyError(f"policy {self.policy.name} chose {task.task_id} for {host.name}, which has no room")
 
