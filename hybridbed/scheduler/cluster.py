@@ -36,15 +36,21 @@ class HostState:
     alive: bool = True
     # disk-read and network-out bandwidth held for tasks elsewhere that read their input from this host
     serving: dict[str, Resources] = field(default_factory=dict)
-    used: Resources = field(default=Resources(0, 0))  # the running tasks' demands and what it serves, summed
+    # the running tasks' demands and what it serves, summed, and what is left: changed only through
+    # start/stop/hold/release/clear (policies read `free` at every decision)
+    used: Resources = field(default=Resources(0, 0))
+    free: Resources = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.free = self.capacity - self.used
+
+    def _use(self, used: Resources) -> None:
+        self.used = used
+        self.free = self.capacity - used
 
     @property
     def free_slots(self) -> int:
         return self.slots - len(self.running) if self.alive else 0
-
-    @property
-    def free(self) -> Resources:
-        return self.capacity - self.used
 
     def can_run(self, task: Task) -> bool:
         """A free container with room for the task's cores and memory (disk and network may be over-allocated,
@@ -53,26 +59,26 @@ class HostState:
 
     def start(self, task: Task) -> None:
         self.running[task.task_id] = task
-        self.used = self.used + task.demand
+        self._use(self.used + task.demand)
 
     def stop(self, task_id: str) -> None:
         task = self.running.pop(task_id, None)
         if task is not None:
-            self.used = self.used - task.demand
+            self._use(self.used - task.demand)
 
     def hold(self, task_id: str, load: Resources) -> None:
         self.serving[task_id] = load
-        self.used = self.used + load
+        self._use(self.used + load)
 
     def release(self, task_id: str) -> None:
         load = self.serving.pop(task_id, None)
         if load is not None:
-            self.used = self.used - load
+            self._use(self.used - load)
 
     def clear(self) -> None:
         self.running.clear()
         self.serving.clear()
-        self.used = Resources(0, 0)
+        self._use(Resources(0, 0))
 
 
 @dataclass
@@ -92,6 +98,7 @@ class ClusterState:
     rack_hosts: dict[int, list[str]] = field(init=False)  # every host of each rack, live or not
     _dead_racks: set[int] = field(init=False)
     _capacity: Resources = field(init=False)
+    _released: dict[str, tuple[tuple[int, ...], list[int]]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rack_of = {name: host.rack for name, host in self.hosts.items()}
@@ -163,8 +170,16 @@ class ClusterState:
         return all(job.stage_fraction_done(p) >= threshold - 1e-9 for p in job.stages[stage].parents)
 
     def released_stages(self, job: Job) -> list[int]:
-        """The job's stages with parents that may start, in stage order."""
-        return [i for i, stage in enumerate(job.stages) if stage.parents and self.stage_released(job, i)]
+        """The job's stages with parents that may start, in stage order (worked out again only when the
+        job's finished tasks changed: policies ask at every decision)."""
+        done = tuple(job.stage_done)
+        cached = self._released.get(job.job_id)
+        if cached is None or cached[0] != done:
+            if len(self._released) > 4 * len(self.jobs) + 64:  # drop finished jobs now and then
+                self._released = {j: v for j, v in self._released.items() if j in self.jobs}
+            released = [i for i, stage in enumerate(job.stages) if stage.parents and self.stage_released(job, i)]
+            cached = self._released[job.job_id] = (done, released)
+        return cached[1]
 
     def runnable_stages(self, job: Job) -> list[int]:
         """The job's stages with a pending task a policy may start: root stages, and released ones."""

@@ -204,7 +204,7 @@ def reachable(dag: nx.DiGraph, sources: set[str], forward: bool = True) -> set[s
         task = frontier.pop()
         if task not in found:
             found.add(task)
-            frontier.extend(step(task))
+            frontier.extend(n for n in step(task) if n not in found)
     return found
 
 

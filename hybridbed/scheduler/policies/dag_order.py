@@ -59,12 +59,12 @@ class StageOrderPolicy(Policy):
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
         if host.free_slots <= 0:
             return None
+        free = host.free
         for job in self.job_order(cluster):
             ranks = self._ranks[job.job_id]
             for stage in sorted(cluster.runnable_stages(job), key=lambda s: (ranks[s], s)):
-                task, _ = cluster.best_in_stage(job, stage, host)
-                if host.can_run(task):
-                    return task
+                if job.stages[stage].tasks[0].demand.allocatable_in(free):  # a stage's tasks share their demand
+                    return cluster.best_in_stage(job, stage, host)[0]
         return None
 
 
