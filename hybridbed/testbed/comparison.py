@@ -3,7 +3,8 @@ seed) one after another; one table and one set of plots come out.
 
 A setup is a registered policy on the scenario's network, or `f-eps`: Fair on the EPS-only variant
 with uplinks at the OCS rate (the JobPacker paper's F-EPS baseline). Fair on the hybrid network with
-the scenario's OCS settings is the paper's F-Hybrid, the baseline makespans are normalized to.
+the scenario's OCS settings is the paper's F-Hybrid. Makespans and median JCTs are also given relative to
+the scenario's `compare_baseline` (default fair, F-Hybrid; BFS, Tez's order, for the DAGPS scenarios).
 """
 from __future__ import annotations
 
@@ -16,10 +17,12 @@ from matplotlib.figure import Figure
 from hybridbed.testbed.backends import Progress, RunFailed, run_backend
 from hybridbed.testbed.scenario import F_EPS, Scenario, available_setups
 
-BASELINE = "fair"
+F_EPS_POLICY = "fair"
 PAPER_SETUPS = ("fair", "corral", "jobpacker", F_EPS)
-COLUMNS = ["setup", "status", "makespan_s", "makespan_vs_fair", "jct_mean_s", "jct_median_s", "jct_p5_s", "jct_p95_s",
-           "jct_median_recurring_s", "jct_median_adhoc_s", "ocs_byte_share", "reconfigurations", "jobs_done"]
+RELATIVE = {"makespan_vs_baseline": "makespan_s", "jct_median_vs_baseline": "jct_median_s"}
+COLUMNS = ["setup", "status", "makespan_s", "makespan_vs_baseline", "jct_mean_s", "jct_median_s", "jct_median_vs_baseline",
+           "jct_p5_s", "jct_p95_s", "jct_median_recurring_s", "jct_median_adhoc_s", "ocs_byte_share", "reconfigurations",
+           "jobs_done"]
 
 
 def default_setups(scenario: Scenario) -> list[str]:
@@ -30,7 +33,7 @@ def default_setups(scenario: Scenario) -> list[str]:
 def setup_scenario(scenario: Scenario, setup: str) -> Scenario:
     """The scenario as this setup runs it."""
     data = scenario.model_dump()
-    data["scheduler"]["policy"] = BASELINE if setup == F_EPS else setup
+    data["scheduler"]["policy"] = F_EPS_POLICY if setup == F_EPS else setup
     if setup == F_EPS:
         data["fabric"]["variant"] = "f-eps"
     return Scenario.model_validate(data)
@@ -49,12 +52,13 @@ def compare(scenario: Scenario, setups: list[str], out_dir: Path,
                                    (lambda p, s=setup: on_progress(s, p)) if on_progress else None)
         except RunFailed as err:
             summary = {"status": f"failed: {err}"}
-        rows.append({"setup": setup, **{k: summary.get(k) for k in COLUMNS[1:] if k != "makespan_vs_fair"}})
+        rows.append({"setup": setup, **{k: summary.get(k) for k in COLUMNS[1:] if k not in RELATIVE}})
         if (run_dir / "jobs.csv").exists():
             jcts[setup] = pd.read_csv(run_dir / "jobs.csv")["jct_s"]
     table = pd.DataFrame(rows)
-    base = table.loc[table.setup == BASELINE, "makespan_s"]
-    table["makespan_vs_fair"] = table["makespan_s"] / base.iloc[0] if len(base) and base.iloc[0] else None
+    for column, measure in RELATIVE.items():
+        base = table.loc[table.setup == scenario.compare_baseline, measure]
+        table[column] = table[measure] / base.iloc[0] if len(base) and base.iloc[0] else None
     table = table[COLUMNS]
     table.to_csv(out_dir / "comparison.csv", index=False)
     plot_comparison(table, jcts, out_dir)

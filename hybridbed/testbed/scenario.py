@@ -195,12 +195,16 @@ class Scenario(_Strict):
     max_duration_s: float = Field(default=1800.0, gt=0)
     compare: list[str] | None = Field(default=None, description="the setups `hybridbed compare` runs when not told "
                                       f"(registered policies and {F_EPS}); default: the JobPacker paper's four")
+    compare_baseline: str = Field(default="fair", description="the setup a comparison's makespans and median JCTs "
+                                  "are given relative to")
 
     @model_validator(mode="after")
     def _setups_exist(self) -> "Scenario":
         known = available_setups()
         if unknown := [s for s in self.compare or [] if s not in known]:
             raise ValueError(f"compare: unknown setup {', '.join(unknown)}; available: {', '.join(known)}")
+        if self.compare_baseline not in known:
+            raise ValueError(f"compare_baseline: unknown setup {self.compare_baseline}; available: {', '.join(known)}")
         return self
 
     @model_validator(mode="after")

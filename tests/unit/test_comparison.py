@@ -34,6 +34,8 @@ def test_default_setups_are_the_papers_unless_the_scenario_names_its_own():
 def test_an_unknown_comparison_setup_is_refused_by_name():
     with pytest.raises(SpecError, match="compare: unknown setup magic"):
         load_scenario(QUICKSTART, {"compare": ["fair", "magic"]})
+    with pytest.raises(SpecError, match="compare_baseline: unknown setup tez"):
+        load_scenario(QUICKSTART, {"compare_baseline": "tez"})
 
 
 def test_plots_are_written(tmp_path):
