@@ -41,7 +41,7 @@ import networkx as nx
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.model import Job, Resources, StageKind, StageSpec, Task
 from hybridbed.scheduler.planning.dagps import DEFAULT_STEP, build_schedule, lower_bounds
-from hybridbed.scheduler.policies.tetris import RemainingWork, alignment, normalised
+from hybridbed.scheduler.policies.tetris import PackingScores, RemainingWork, normalised
 from hybridbed.scheduler.policy import Policy
 from hybridbed.scheduler.transfers import expected_duration_s
 
@@ -144,20 +144,25 @@ class DagpsPolicy(Policy):
         return best.task
 
     def _candidates(self, host: HostState, cluster: ClusterState) -> list[Candidate]:
-        free, capacity = host.free, host.capacity
+        scores = PackingScores(host.free, host.capacity)
         found = []
         for job in cluster.launchable.values():
-            pri = self._pri[job.job_id]
-            srpt = self._work.of(job.job_id, cluster.pending[job.job_id], capacity)
-            offers = [cluster.best_in_stage(job, stage, host) for stage in cluster.runnable_stages(job)]
-            if not offers:
+            runnable = cluster.runnable_stages(job)
+            fitting = [s for s in runnable if scores.of(job.stages[s].tasks[0].demand) is not None]
+            if not fitting:
                 continue
-            first = max(pri[(t.stage, t.index)] for t, _ in offers)  # the job's next task in its schedule
+            pri, waiting = self._pri[job.job_id], cluster.pending[job.job_id].stages
+            offers = [cluster.best_in_stage(job, s, host) for s in fitting]
+            # the job's next task in its schedule: over the offers, and the first task of each stage that
+            # does not fit here (not worth finding its best located task)
+            first = max([pri[(t.stage, t.index)] for t, _ in offers] +
+                        [pri[(s, waiting[s].first().index)] for s in runnable if s not in fitting])
+            srpt = self._work.of(job.job_id, cluster.pending[job.job_id], host.capacity)
             for task, remote in offers:
-                if not task.demand.fits_in(free, capacity) or not cluster.source_has_room(task, host):
+                if not cluster.source_has_room(task, host):
                     continue
                 penalty = 1 - self.remote_penalty if remote and task.kind is StageKind.MAP else 1.0
-                packing = pri[(task.stage, task.index)] / first * alignment(free, task.demand, capacity) * penalty
+                packing = pri[(task.stage, task.index)] / first * scores.of(task.demand) * penalty
                 found.append(Candidate(task, job.spec.queue, packing, srpt))
         return found
 

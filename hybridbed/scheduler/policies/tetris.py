@@ -62,6 +62,21 @@ def alignment(free: Resources, demand: Resources, capacity: Resources) -> float:
     return sum(f * d for f, d in zip(normalised(free, capacity), normalised(demand, capacity)))
 
 
+class PackingScores:
+    """The alignment of each demand with a host's free resources, None where it does not fit in every
+    modelled dimension; worked out once per distinct demand in a decision (jobs share few)."""
+
+    def __init__(self, free: Resources, capacity: Resources):
+        self.free, self.capacity = free, capacity
+        self._scores: dict[Resources, float | None] = {}
+
+    def of(self, demand: Resources) -> float | None:
+        if demand not in self._scores:
+            fits = demand.fits_in(self.free, self.capacity)
+            self._scores[demand] = alignment(self.free, demand, self.capacity) if fits else None
+        return self._scores[demand]
+
+
 def remaining_work(pending: PendingTasks, capacity: Resources) -> float:
     """The normalised demands times durations of the job's tasks still to be scheduled, summed."""
     work = 0.0
@@ -138,23 +153,15 @@ class TetrisPolicy(Policy):
         """Each eligible job's next task of every root stage (remote unless one has its block on this
         host) and of every released stage, where they fit the host's free resources. Jobs share few demand
         vectors, so each vector's fit and alignment is worked out once per decision."""
-        free, capacity = host.free, host.capacity
-        scores: dict[Resources, float | None] = {}
-
-        def score(demand: Resources, remote: bool) -> float | None:
-            if demand not in scores:
-                scores[demand] = alignment(free, demand, capacity) if demand.fits_in(free, capacity) else None
-            plain = scores[demand]
-            return plain * (1 - self.remote_penalty) if plain is not None and remote else plain
-
+        scores = PackingScores(host.free, host.capacity)
         found = []
         for job in self.eligible_jobs(cluster):
-            pending = cluster.pending[job.job_id]
-            work = self._work.of(job.job_id, pending, capacity)
+            work = self._work.of(job.job_id, cluster.pending[job.job_id], host.capacity)
             for i in cluster.runnable_stages(job):
+                value = scores.of(job.stages[i].tasks[0].demand)  # a stage's tasks share their demand
+                if value is None:
+                    continue
                 task, remote = cluster.best_in_stage(job, i, host)
-                value = score(task.demand, remote)
-                if value is not None:
-                    promoted = job.stage_done[i] >= self.barrier * len(job.stages[i].tasks)
-                    found.append(Candidate(job, task, value, work, promoted))
+                promoted = job.stage_done[i] >= self.barrier * len(job.stages[i].tasks)
+                found.append(Candidate(job, task, value * (1 - self.remote_penalty) if remote else value, work, promoted))
         return found
