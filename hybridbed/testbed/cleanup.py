@@ -21,6 +21,8 @@ class RunStillActive(RuntimeError):
 def clean_run(manifest: RunManifest) -> list[str]:
     """Remove everything the manifest records. Safe to call again on a half-cleaned run. Returns what it did."""
     done = []
+    for path in manifest.cgroups:  # first thaw every suspended task, in whichever hierarchy froze it
+        RunCgroup(Path(path)).thaw_all()
     for path in manifest.cgroups:
         cgroup = RunCgroup(Path(path))
         if cgroup.pids():

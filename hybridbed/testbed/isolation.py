@@ -112,8 +112,21 @@ class RunCgroup:
                 pass
         return pids
 
+    def thaw_all(self) -> None:
+        """Thaw every frozen cgroup here and below (a frozen process does not act on signals, not even
+        SIGKILL, until thawed): v1 freezer.state, v2 cgroup.freeze, parents first."""
+        if not self.path.exists():
+            return
+        for name, thawed in (("freezer.state", "THAWED"), ("cgroup.freeze", "0")):
+            for state in sorted(self.path.rglob(name), key=lambda p: len(p.parts)):
+                try:
+                    state.write_text(thawed)
+                except FileNotFoundError:  # went meanwhile
+                    pass
+
     def kill_all(self, grace_s: float = 2.0) -> None:
-        """SIGTERM every member, then SIGKILL whatever is left after the grace period."""
+        """Thaw, then SIGTERM every member, then SIGKILL whatever is left after the grace period."""
+        self.thaw_all()
         deadline = time.monotonic() + grace_s
         sig = signal.SIGTERM
         while self.pids():

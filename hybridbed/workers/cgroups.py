@@ -1,4 +1,6 @@
-"""Per-task cgroups with a CPU quota and a memory limit, on cgroup v1 (cpu + memory hierarchies) or v2.
+"""Per-task cgroups with a CPU quota and a memory limit, on cgroup v1 (cpu + memory hierarchies, and the
+freezer hierarchy where mounted) or v2; a task's CPU quota can change while it runs, and the task can be
+frozen and thawed (suspended and resumed where it was: v1 freezer.state, v2 cgroup.freeze).
 
 A run owns one task root per hierarchy (`<hierarchy>/hybridbed/<run-id>-tasks`), created by the
 orchestrator and recorded in the run's manifest, so cleanup finds every task cgroup below it. A worker
@@ -18,14 +20,15 @@ CFS_PERIOD_US = 100_000
 
 @dataclass(frozen=True)
 class CgroupLayout:
-    """Where task cgroups go: v1 has separate cpu and memory trees, v2 one tree with both controllers."""
+    """Where task cgroups go: v1 has separate cpu, memory (and freezer) trees, v2 one tree with every controller."""
     version: int
     hierarchies: tuple[Path, ...]
 
     @classmethod
     def detect(cls, root: Path = CGROUP_ROOT) -> "CgroupLayout":
         if (root / "cpu" / "cgroup.procs").exists() and (root / "memory" / "cgroup.procs").exists():
-            return cls(1, (root / "cpu", root / "memory"))
+            freezer = (root / "freezer",) if (root / "freezer" / "cgroup.procs").exists() else ()
+            return cls(1, (root / "cpu", root / "memory", *freezer))
         controllers = (root / "cgroup.controllers")
         if controllers.exists() and {"cpu", "memory"} <= set(controllers.read_text().split()):
             return cls(2, (root,))
@@ -52,24 +55,57 @@ class TaskCgroup:
         self.paths = [root / name for root in roots]
 
     def create(self, cores: float, memory_mb: float) -> None:
-        quota = max(1000, int(cores * CFS_PERIOD_US))
         limit = int(memory_mb * 1024 * 1024)
         for path in self.paths:
             path.mkdir()
         if self.version == 1:
-            cpu, memory = self.paths
-            (cpu / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
-            (cpu / "cpu.cfs_quota_us").write_text(str(quota))
-            (memory / "memory.limit_in_bytes").write_text(str(limit))
+            (self.paths[0] / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
+            (self.paths[1] / "memory.limit_in_bytes").write_text(str(limit))
         else:
-            (path,) = self.paths
-            (path / "cpu.max").write_text(f"{quota} {CFS_PERIOD_US}")
-            (path / "memory.max").write_text(str(limit))
+            (self.paths[0] / "memory.max").write_text(str(limit))
+        self.set_cores(cores)
+
+    def set_cores(self, cores: float) -> None:
+        """The CPU quota, at creation or while the task runs (a policy's live change of its share)."""
+        quota = max(1000, int(cores * CFS_PERIOD_US))
+        if self.version == 1:
+            (self.paths[0] / "cpu.cfs_quota_us").write_text(str(quota))
+        else:
+            (self.paths[0] / "cpu.max").write_text(f"{quota} {CFS_PERIOD_US}")
+
+    def _freezer(self) -> tuple[Path, str, str]:
+        """The file that freezes the task, and what to write to freeze and to thaw it."""
+        if self.version == 2:
+            return self.paths[0] / "cgroup.freeze", "1", "0"
+        if len(self.paths) < 3:
+            raise RuntimeError("no cgroup v1 freezer hierarchy is mounted: tasks cannot be suspended")
+        return self.paths[2] / "freezer.state", "FROZEN", "THAWED"
+
+    def freeze(self, timeout_s: float = 5.0) -> None:
+        """Suspend every process of the task where it is; returns once the kernel says they are frozen."""
+        path, frozen, _ = self._freezer()
+        path.write_text(frozen)
+        deadline = time.monotonic() + timeout_s
+        while not self.frozen():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"task cgroup {path.parent} did not freeze within {timeout_s:g} s")
+            time.sleep(0.005)
+
+    def thaw(self) -> None:
+        """Resume the task's processes where they were."""
+        path, _, thawed = self._freezer()
+        path.write_text(thawed)
+
+    def frozen(self) -> bool:
+        path, _, _ = self._freezer()
+        if self.version == 1:
+            return path.read_text().strip() == "FROZEN"
+        return "frozen 1" in (path.parent / "cgroup.events").read_text().splitlines()
 
     def limits(self) -> tuple[float, int]:
         """(cores, memory bytes) as the kernel holds them."""
         if self.version == 1:
-            cpu, memory = self.paths
+            cpu, memory = self.paths[:2]
             quota = int((cpu / "cpu.cfs_quota_us").read_text())
             period = int((cpu / "cpu.cfs_period_us").read_text())
             return quota / period, int((memory / "memory.limit_in_bytes").read_text())
@@ -86,7 +122,9 @@ class TaskCgroup:
         return RunCgroup(self.paths[0]).pids()  # every hierarchy holds the same processes
 
     def remove(self) -> None:
-        """End whatever still runs in it, then remove the directories."""
+        """End whatever still runs in it (thawed first, if suspended), then remove the directories."""
+        for path in self.paths:
+            RunCgroup(path).thaw_all()
         RunCgroup(self.paths[0]).kill_all(grace_s=0)
         for path in self.paths:
             for _ in range(50):  # the kernel releases a cgroup shortly after its last process is reaped
