@@ -35,9 +35,19 @@ def emit(record: dict) -> None:
     sys.stdout.flush()
 
 
+SLEEP_STEP_S = 0.05  # compute by waiting goes in steps this long, so a suspension is not counted as work
+
+
 def compute(seconds: float, mode: str) -> None:
+    """Emulated compute that stops while the task is suspended (its cgroup frozen): CPU time does by
+    itself; waiting counts each step as at most twice its length, so a freeze adds its length."""
     if mode == "sleep":
-        time.sleep(seconds)
+        done = 0.0
+        while done < seconds:
+            step = min(SLEEP_STEP_S, seconds - done)
+            start = time.monotonic()
+            time.sleep(step)
+            done += min(time.monotonic() - start, 2 * step)
         return
     used = time.process_time()
     while time.process_time() - used < seconds:
@@ -45,20 +55,23 @@ def compute(seconds: float, mode: str) -> None:
 
 
 class Pacer:
-    """A token bucket of one second's burst: `take(n)` returns once n more bytes keep the task within its rate."""
+    """A token bucket holding one second of the rate: `take(n)` returns once n more bytes keep the task
+    within its rate. An idle (or suspended) task saves up no more than that second."""
 
     def __init__(self, rate_bps: float | None):
         self.rate = rate_bps / 8 if rate_bps else None  # bytes per second
-        self.start = time.monotonic()
-        self.sent = 0
+        self.tokens = self.rate or 0.0
+        self.last = time.monotonic()
 
     def take(self, size: int) -> None:
         if self.rate is None:
             return
-        self.sent += size
-        ahead = (self.sent - self.rate) / self.rate - (time.monotonic() - self.start)
-        if ahead > 0:
-            time.sleep(ahead)
+        now = time.monotonic()
+        self.tokens = min(self.rate, self.tokens + (now - self.last) * self.rate) - size
+        self.last = now
+        if self.tokens < 0:
+            time.sleep(-self.tokens / self.rate)
+            self.tokens, self.last = 0.0, time.monotonic()
 
 
 def write_bytes(path: Path, size: int, pacer: Pacer | None = None) -> None:

@@ -35,6 +35,23 @@ def test_the_pacer_holds_a_task_to_its_rate_after_a_second_of_burst(monkeypatch)
     unpaced = Pacer(None)
     unpaced.take(10**9)
     assert clock["now"] == pytest.approx(9.0)
+    clock["now"] += 100.0  # idle (or suspended) for a long while: one second saved up, no more
+    for _ in range(5):
+        pacer.take(1_000_000)
+    assert clock["now"] == pytest.approx(113.0)
+
+
+def test_waiting_compute_does_not_count_a_suspension_as_work(monkeypatch):
+    clock = {"now": 0.0, "calls": 0}
+
+    def sleep(seconds: float) -> None:
+        clock["calls"] += 1
+        clock["now"] += seconds + (5.0 if clock["calls"] == 30 else 0.0)  # frozen for 5 s mid-way
+
+    monkeypatch.setattr(worker_task.time, "monotonic", lambda: clock["now"])
+    monkeypatch.setattr(worker_task.time, "sleep", sleep)
+    worker_task.compute(1.0, "sleep")
+    assert clock["now"] == pytest.approx(6.0, abs=2 * worker_task.SLEEP_STEP_S)
 
 
 def test_expected_duration_is_the_slowest_part_at_the_allotted_rates():
