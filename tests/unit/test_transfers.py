@@ -46,7 +46,7 @@ def test_waiting_compute_does_not_count_a_suspension_as_work(monkeypatch):
 
     def sleep(seconds: float) -> None:
         clock["calls"] += 1
-        clock["now"] += seconds + (5.0 if clock["calls"] == 30 else 0.0)  # frozen for 5 s mid-way
+        clock["now"] += seconds + (5.0 if clock["calls"] == 10 else 0.0)  # frozen for 5 s mid-way
 
     monkeypatch.setattr(worker_task.time, "monotonic", lambda: clock["now"])
     monkeypatch.setattr(worker_task.time, "sleep", sleep)
