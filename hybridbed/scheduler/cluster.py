@@ -59,12 +59,16 @@ class HostState:
 
     def start(self, task: Task) -> None:
         self.running[task.task_id] = task
-        self._use(self.used + task.demand)
+        self._use(self.used + task.allocation)
 
     def stop(self, task_id: str) -> None:
         task = self.running.pop(task_id, None)
         if task is not None:
-            self._use(self.used - task.demand)
+            self._use(self.used - task.allocation)
+
+    def reallocate(self, task: Task, allocation: Resources) -> None:
+        """A task here now holds `allocation` instead of what it held (suspended, resumed, a new CPU share)."""
+        self._use(self.used - task.allocation + allocation)
 
     def hold(self, task_id: str, load: Resources) -> None:
         self.serving[task_id] = load

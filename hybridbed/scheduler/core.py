@@ -6,14 +6,17 @@ or the flow-level simulator) feeds it events with their times and carries out wh
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hybridbed.scheduler.cluster import ClusterState, HostState
-from hybridbed.scheduler.model import Job, StageKind, Task, TaskState
+from hybridbed.scheduler.model import Job, Resources, StageKind, Task, TaskState
 from hybridbed.scheduler.pending import PendingTasks
 from hybridbed.scheduler.placement import place_job_input
-from hybridbed.scheduler.policy import Policy
+from hybridbed.scheduler.policy import CpuShare, Policy, Preemption
 from hybridbed.scheduler.transfers import remote_read_load
+
+
+ON_HOST = (TaskState.RUNNING, TaskState.SUSPENDED)  # a task that holds a container
 
 
 class PolicyError(RuntimeError):
@@ -44,6 +47,7 @@ class SchedulerCore:
         self.finished: list[Job] = []
         self._told: dict[str, dict[str, tuple[str, int]]] = {}  # consumer -> parent task -> (host, attempt)
         self._sources: dict[str, str] = {}  # running map -> the host it reads its block from
+        self._suspended: dict[str, Resources] = {}  # suspended task -> what it held before
         # per job, what happened since its last notices: tasks with children finished, tasks with parents
         # started (in order)
         self._news: dict[str, tuple[list[Task], list[Task]]] = {}
@@ -104,6 +108,7 @@ class SchedulerCore:
         job = self.cluster.jobs[task.job_id]
         self.cluster.pending[job.job_id].remove(task)
         task.state, task.host, task.started_s = TaskState.RUNNING, host.name, now
+        task.allocation = task.demand
         host.start(task)
         load = remote_read_load(task.demand)
         source = self.cluster.read_source(task, host.name) if load.net_out_mbps else None
@@ -121,7 +126,7 @@ class SchedulerCore:
     def task_finished(self, task_id: str, attempt: int, now: float) -> Job | None:
         """A task reported success; returns its job if that finished the job. Stale attempts are ignored."""
         task = self.tasks[task_id]
-        if task.state is not TaskState.RUNNING or task.attempt != attempt:
+        if task.state not in ON_HOST or task.attempt != attempt:
             return None
         job = self.cluster.jobs[task.job_id]
         self._leave_hosts(task)
@@ -161,7 +166,7 @@ class SchedulerCore:
             pending.forget_host(name, rack_of, alive)
         for task in requeued:
             job = self.cluster.jobs[task.job_id]
-            if task.state is TaskState.RUNNING:
+            if task.state in ON_HOST:
                 self._leave_hosts(task)
                 job.task_stopped(task)
             else:
@@ -172,7 +177,7 @@ class SchedulerCore:
     def task_failed(self, task_id: str, attempt: int, now: float) -> bool:
         """A task attempt failed on a live host: run it again. False for a stale attempt."""
         task = self.tasks[task_id]
-        if task.state is not TaskState.RUNNING or task.attempt != attempt:
+        if task.state not in ON_HOST or task.attempt != attempt:
             return False
         self.cluster.now = now
         self._leave_hosts(task)
@@ -181,7 +186,8 @@ class SchedulerCore:
         return True
 
     def _leave_hosts(self, task: Task) -> None:
-        """A running task ends: free its container and what it held where it read from."""
+        """A running (or suspended) task ends: free its container and what it held where it read from."""
+        self._suspended.pop(task.task_id, None)
         self.cluster.hosts[task.host].stop(task.task_id)
         source = self._sources.pop(task.task_id, None)
         if source is not None:
@@ -196,11 +202,70 @@ class SchedulerCore:
         self.cluster.pending[task.job_id].add(task, self.cluster.rack_of, self.cluster.alive())
         self.cluster.update_launchable(self.cluster.jobs[task.job_id])
 
+    # preemption and live shares -------------------------------------------------------------------
+    def preempt(self, now: float) -> list[Preemption]:
+        """Carry out the policy's preemptions in the bookkeeping; the backend then freezes, thaws or kills."""
+        self.cluster.now = now
+        done = []
+        for preemption in self.policy.preempt(self.cluster):
+            task = preemption.task
+            if task.job_id not in self.cluster.jobs:
+                raise PolicyError(f"policy {self.policy.name} preempts {task.task_id}, whose job is done")
+            job, host = self.cluster.jobs[task.job_id], self.cluster.hosts.get(task.host or "")
+            if preemption.action == "suspend":
+                self._expect(task, TaskState.RUNNING, "suspend")
+                kept = Resources(0, task.allocation.memory_mb)
+                self._suspended[task.task_id] = task.allocation
+                self._reallocate(task, job, host, kept)
+                task.state = TaskState.SUSPENDED
+            elif preemption.action == "resume":
+                self._expect(task, TaskState.SUSPENDED, "resume")
+                held = self._suspended[task.task_id]
+                if not Resources(held.cores, 0).allocatable_in(host.free):
+                    raise PolicyError(f"policy {self.policy.name} resumes {task.task_id} on {host.name}, "
+                                      f"which has not {held.cores:g} cores free")
+                del self._suspended[task.task_id]
+                self._reallocate(task, job, host, held)
+                task.state = TaskState.RUNNING
+            else:
+                if task.state not in ON_HOST:
+                    raise PolicyError(f"policy {self.policy.name} kills {task.task_id}, which is {task.state.value}")
+                self._leave_hosts(task)
+                job.task_stopped(task)
+                self._requeue(task)
+            done.append(preemption)
+        return done
+
+    def set_cpu_shares(self, now: float) -> list[CpuShare]:
+        """Carry out the policy's changes of running tasks' CPU shares; the backend then applies them."""
+        self.cluster.now = now
+        done = []
+        for change in self.policy.cpu_shares(self.cluster):
+            task = change.task
+            self._expect(task, TaskState.RUNNING, "change the CPU share of")
+            host = self.cluster.hosts[task.host]
+            if change.cores <= 0 or change.cores > task.allocation.cores + host.free.cores + 1e-9:
+                raise PolicyError(f"policy {self.policy.name} gives {task.task_id} {change.cores:g} cores; "
+                                  f"{task.allocation.cores + host.free.cores:g} are there for it on {host.name}")
+            self._reallocate(task, self.cluster.jobs[task.job_id], host, replace(task.allocation, cores=change.cores))
+            done.append(change)
+        return done
+
+    def _expect(self, task: Task, state: TaskState, verb: str) -> None:
+        if task.state is not state:
+            raise PolicyError(f"policy {self.policy.name} tries to {verb} {task.task_id}, which is {task.state.value}")
+
+    def _reallocate(self, task: Task, job: Job, host: HostState, allocation: Resources) -> None:
+        host.reallocate(task, allocation)
+        job.task_reallocated(task.allocation, allocation)
+        task.allocation = allocation
+        self.cluster.update_launchable(job)
+
     # shuffle --------------------------------------------------------------------------------------
     def shuffle_fetched(self, consumer_id: str, attempt: int, source_id: str) -> None:
         """A running task has one parent task's partition (what is left to fetch feeds OCS demand hints)."""
         task = self.tasks[consumer_id]
-        if task.state is TaskState.RUNNING and task.attempt == attempt:
+        if task.state in ON_HOST and task.attempt == attempt:
             task.fetched.add(source_id)
 
     def shuffle_notices(self) -> list[ShuffleNotice]:
@@ -212,7 +277,7 @@ class SchedulerCore:
         notices = []
         for job_id in list(self._news):
             job = self.cluster.jobs[job_id]
-            if not any(r.state is TaskState.RUNNING for r in job.reduces):
+            if not any(r.state in ON_HOST for r in job.reduces):
                 del self._news[job_id]  # a consumer that starts later brings the job back
                 continue
             if not self.policy.release_shuffle(job, self.cluster):
@@ -221,9 +286,9 @@ class SchedulerCore:
             stages = job.stages
             pairs = [(c, s) for c in new_consumers for s in job.sources_of(c) if s.state is TaskState.DONE]
             pairs += [(c, s) for s in new_sources for child in stages[s.stage].children for c in stages[child].tasks
-                      if c.state is TaskState.RUNNING]
+                      if c.state in ON_HOST]
             for consumer, source in pairs:
-                if consumer.state is not TaskState.RUNNING or source.state is not TaskState.DONE:
+                if consumer.state not in ON_HOST or source.state is not TaskState.DONE:
                     continue
                 told = self._told.setdefault(consumer.task_id, {})
                 if told.get(source.task_id) != (source.host, source.attempt):

@@ -145,6 +145,7 @@ class StageKind(str, enum.Enum):
 class TaskState(str, enum.Enum):
     PENDING = "pending"
     RUNNING = "running"
+    SUSPENDED = "suspended"  # frozen where it is, holding its container and memory only
     DONE = "done"
 
 
@@ -171,6 +172,9 @@ class Task:
     fetched: set[str] = field(default_factory=set)  # parent tasks whose partition this attempt has
     output_bytes: int = 0  # written as the job's output (a stage without children)
     state: TaskState = TaskState.PENDING
+    # what the task holds while on a host: its demand at start, its memory alone while suspended, another
+    # CPU share after a live change
+    allocation: Resources | None = None
     host: str | None = None
     attempt: int = 0
     started_s: float | None = None
@@ -252,11 +256,14 @@ class Job:
 
     def task_started(self, task: Task) -> None:
         self.n_running += 1
-        self.allocated = self.allocated + task.demand
+        self.allocated = self.allocated + task.allocation
 
     def task_stopped(self, task: Task) -> None:
         self.n_running -= 1
-        self.allocated = self.allocated - task.demand
+        self.allocated = self.allocated - task.allocation
+
+    def task_reallocated(self, before: Resources, after: Resources) -> None:
+        self.allocated = self.allocated - before + after
 
 
 def split_evenly(total: int, parts: int) -> list[int]:

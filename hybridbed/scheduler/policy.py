@@ -12,13 +12,15 @@ A policy answers the scheduler's questions; it never talks to workers, the netwo
 - `release_shuffle(job, cluster)`: whether a job's reducers may fetch map outputs yet (shuffle aggregation).
 - `ocs_demand(cluster)`: a rack-by-rack byte matrix to hint to the OCS controller, or None.
 - `plan_rows()`: the offline plan, one row per planned job, for the run's plan.csv.
-
-Later decisions (preempting a running task, changing its CPU share or network cap) come as further
-methods with do-nothing defaults, so existing policies keep working. Policies register under the entry
-point group `hybridbed.policies`; a third-party package adds one without touching hybridbed.
+- `preempt(cluster)`: running tasks to suspend (frozen where they are, holding their container and memory),
+  suspended ones to resume, tasks to kill (to run again from scratch); asked before every round of launches.
+- `cpu_shares(cluster)`: new CPU shares (cores) for running tasks, applied while they run.
+Both default to nothing, so policies that never preempt need not know of them. Policies register under
+the entry point group `hybridbed.policies`; a third-party package adds one without touching hybridbed.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import ClassVar
 
@@ -26,6 +28,26 @@ from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.model import Job, JobSpec, Task
 
 ENTRY_POINT_GROUP = "hybridbed.policies"
+PREEMPTIONS = ("suspend", "resume", "kill")
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """Suspend a running task where it is (it keeps its container and memory), resume a suspended one, or
+    kill one (it runs again from scratch, as a new attempt)."""
+    task: Task
+    action: str  # one of PREEMPTIONS
+
+    def __post_init__(self) -> None:
+        if self.action not in PREEMPTIONS:
+            raise ValueError(f"unknown preemption {self.action!r}; one of {', '.join(PREEMPTIONS)}")
+
+
+@dataclass(frozen=True)
+class CpuShare:
+    """A running task's new CPU share (cores), applied while it runs."""
+    task: Task
+    cores: float
 
 
 class Policy:
@@ -47,6 +69,12 @@ class Policy:
 
     def release_shuffle(self, job: Job, cluster: ClusterState) -> bool:
         return True
+
+    def preempt(self, cluster: ClusterState) -> list[Preemption]:
+        return []
+
+    def cpu_shares(self, cluster: ClusterState) -> list[CpuShare]:
+        return []
 
     def ocs_demand(self, cluster: ClusterState) -> list[list[float]] | None:
         return None

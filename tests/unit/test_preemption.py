@@ -1,0 +1,107 @@
+"""Preemption and live CPU shares in the scheduler core: what a suspended, resumed or killed task holds."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.core import PolicyError, SchedulerCore
+from hybridbed.scheduler.model import JobSpec, Resources, TaskState, build_job
+from hybridbed.scheduler.policies.fifo import FifoPolicy
+from hybridbed.scheduler.policy import CpuShare, Preemption
+
+TASK = Resources(2, 1000)
+
+
+class Scripted(FifoPolicy):
+    """FIFO, plus whatever preemptions and CPU shares a test queues for the next round."""
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self.preemptions: list[Preemption] = []
+        self.shares: list[CpuShare] = []
+
+    def preempt(self, cluster):
+        queued, self.preemptions = self.preemptions, []
+        return queued
+
+    def cpu_shares(self, cluster):
+        queued, self.shares = self.shares, []
+        return queued
+
+
+def setup(jobs: int = 2):
+    host = HostState("h", 0, 4, Resources(4, 4000))
+    state = ClusterState(1, {"h": host}, slowstart=1.0)
+    policy = Scripted()
+    core = SchedulerCore(policy, state, random.Random(1), replicas=1)
+    tasks = []
+    for i in range(jobs):
+        job = build_job(JobSpec(f"j{i}", float(i), 10, 0, 0, 1, 0, 5.0, 0.0), TASK)
+        core.submit(job, 0.0)
+        tasks.append(job.maps[0])
+    return core, policy, host, tasks
+
+
+def test_a_suspended_task_keeps_its_container_and_memory_and_gives_up_its_cores():
+    core, policy, host, (first, second) = setup()
+    core.schedule(0.0)
+    assert first.state is TaskState.RUNNING and second.state is TaskState.RUNNING and host.free.cores == 0
+    policy.preemptions = [Preemption(first, "suspend")]
+    assert core.preempt(1.0) == [Preemption(first, "suspend")]
+    assert first.state is TaskState.SUSPENDED and host.free == Resources(2, 2000) and host.free_slots == 2
+    assert core.cluster.jobs["j0"].allocated == Resources(0, 1000)
+    third_job = build_job(JobSpec("j2", 2.0, 10, 0, 0, 1, 0, 5.0, 0.0), TASK)
+    core.submit(third_job, 1.0)
+    assert [launch.task for launch in core.schedule(1.0)] == [third_job.maps[0]]  # on the freed cores
+    policy.preemptions = [Preemption(first, "resume")]
+    with pytest.raises(PolicyError, match="has not 2 cores free"):
+        core.preempt(2.0)
+    core.task_finished(third_job.maps[0].task_id, 0, 3.0)
+    policy.preemptions = [Preemption(first, "resume")]
+    core.preempt(3.0)
+    assert first.state is TaskState.RUNNING and host.free == Resources(0, 2000)
+    assert core.task_finished(first.task_id, 0, 9.0) is not None
+
+
+def test_a_suspended_task_that_finishes_meanwhile_is_done_and_frees_everything():
+    core, policy, host, (first, _) = setup()
+    core.schedule(0.0)
+    policy.preemptions = [Preemption(first, "suspend")]
+    core.preempt(1.0)
+    core.task_finished(first.task_id, 0, 1.0)  # it ended before the freeze took hold
+    assert first.state is TaskState.DONE and host.free == Resources(2, 3000)  # the other task holds the rest
+
+
+def test_a_killed_task_runs_again_from_scratch_and_its_old_attempt_is_ignored():
+    core, policy, host, (first, _) = setup()
+    core.schedule(0.0)
+    policy.preemptions = [Preemption(first, "kill")]
+    core.preempt(1.0)
+    assert first.state is TaskState.PENDING and first.attempt == 1 and host.free == Resources(2, 3000)
+    assert core.task_finished(first.task_id, 0, 2.0) is None  # the killed attempt's late report
+    assert [launch.task for launch in core.schedule(2.0)] == [first]
+
+
+def test_a_running_task_gets_a_new_cpu_share_within_what_its_host_has():
+    core, policy, host, (first, second) = setup()
+    core.schedule(0.0)
+    policy.preemptions = [Preemption(second, "kill")]
+    core.preempt(0.5)
+    policy.shares = [CpuShare(first, 3.0)]
+    core.set_cpu_shares(1.0)
+    assert first.allocation.cores == 3.0 and host.free.cores == 1.0
+    assert core.cluster.jobs["j0"].allocated.cores == 3.0
+    policy.shares = [CpuShare(first, 5.0)]
+    with pytest.raises(PolicyError, match="4 are there for it"):
+        core.set_cpu_shares(2.0)
+
+
+def test_bad_preemptions_are_refused_by_name():
+    core, policy, _, (first, _) = setup()
+    with pytest.raises(ValueError, match="unknown preemption 'pause'"):
+        Preemption(first, "pause")
+    policy.preemptions = [Preemption(first, "resume")]
+    with pytest.raises(PolicyError, match="tries to resume j0-m0, which is pending"):
+        core.preempt(0.0)
