@@ -12,7 +12,7 @@ from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.model import Job, Resources, StageKind, Task, TaskState
 from hybridbed.scheduler.pending import PendingTasks
 from hybridbed.scheduler.placement import place_job_input
-from hybridbed.scheduler.policy import CpuShare, Policy, Preemption
+from hybridbed.scheduler.policy import Policy
 from hybridbed.scheduler.transfers import remote_read_load
 
 
@@ -27,6 +27,17 @@ class PolicyError(RuntimeError):
 class Launch:
     task: Task
     host: str
+
+
+@dataclass(frozen=True)
+class TaskAction:
+    """A preemption or CPU share change the backend carries out on the task's host (the attempt and host
+    as they were when decided: a killed task is already requeued as a new attempt)."""
+    task: Task
+    attempt: int
+    host: str
+    action: str  # "suspend", "resume", "kill" or "cpu_share"
+    cores: float | None = None  # cpu_share: the task's new share
 
 
 @dataclass(frozen=True)
@@ -203,12 +214,17 @@ class SchedulerCore:
         self.cluster.update_launchable(self.cluster.jobs[task.job_id])
 
     # preemption and live shares -------------------------------------------------------------------
-    def preempt(self, now: float) -> list[Preemption]:
-        """Carry out the policy's preemptions in the bookkeeping; the backend then freezes, thaws or kills."""
+    def act(self, now: float) -> list[TaskAction]:
+        """The policy's preemptions, then its CPU share changes, carried out in the bookkeeping; the backend
+        then freezes, thaws, kills or re-quotas the tasks."""
+        return self._preempt(now) + self._set_cpu_shares(now)
+
+    def _preempt(self, now: float) -> list[TaskAction]:
         self.cluster.now = now
         done = []
         for preemption in self.policy.preempt(self.cluster):
             task = preemption.task
+            done.append(TaskAction(task, task.attempt, task.host or "", preemption.action))
             if task.job_id not in self.cluster.jobs:
                 raise PolicyError(f"policy {self.policy.name} preempts {task.task_id}, whose job is done")
             job, host = self.cluster.jobs[task.job_id], self.cluster.hosts.get(task.host or "")
@@ -233,11 +249,9 @@ class SchedulerCore:
                 self._leave_hosts(task)
                 job.task_stopped(task)
                 self._requeue(task)
-            done.append(preemption)
         return done
 
-    def set_cpu_shares(self, now: float) -> list[CpuShare]:
-        """Carry out the policy's changes of running tasks' CPU shares; the backend then applies them."""
+    def _set_cpu_shares(self, now: float) -> list[TaskAction]:
         self.cluster.now = now
         done = []
         for change in self.policy.cpu_shares(self.cluster):
@@ -248,7 +262,7 @@ class SchedulerCore:
                 raise PolicyError(f"policy {self.policy.name} gives {task.task_id} {change.cores:g} cores; "
                                   f"{task.allocation.cores + host.free.cores:g} are there for it on {host.name}")
             self._reallocate(task, self.cluster.jobs[task.job_id], host, replace(task.allocation, cores=change.cores))
-            done.append(change)
+            done.append(TaskAction(task, task.attempt, task.host, "cpu_share", change.cores))
         return done
 
     def _expect(self, task: Task, state: TaskState, verb: str) -> None:

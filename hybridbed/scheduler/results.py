@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from hybridbed.scheduler.core import TaskAction
 from hybridbed.scheduler.locality import locality_of
 from hybridbed.scheduler.model import Job, Task
 from hybridbed.scheduler.policy import Policy
@@ -23,6 +24,7 @@ USAGE_FIELDS = ["time_s", "host", "running_tasks", "cpu_percent", "rss_mb", "io_
                 "net_in_mbps", "net_out_mbps"]
 FLOW_FIELDS = ["task_id", "attempt", "kind", "src_host", "dst_host", "src_rack", "dst_rack", "bytes", "start_s", "end_s"]
 FLOW_PATH_FIELDS = FLOW_FIELDS + ["path"]  # flows.csv once each flow's path is known
+ACTION_FIELDS = ["time_s", "task_id", "attempt", "host", "action", "cores"]  # preemptions and CPU share changes
 OCS_EVENT_FIELDS = ["seq", "reason", "requested_s", "dark_from_s", "dark_until_s", "done_s", "configured_delay_ms",
                     "circuits_before", "circuits_after"]
 
@@ -59,6 +61,12 @@ def task_row(task: Task, finish_s: float, rack_of: dict[str, int], stats: dict) 
             "host": task.host, "rack": rack_of[task.host], "locality": locality_of(replicas, task.host, rack_of).name.lower(),
             "start_s": round(task.started_s, 3), "finish_s": round(finish_s, 3),
             **{k: stats.get(k, 0) for k in ("read_local_bytes", "read_remote_bytes", "fetched_bytes", "written_bytes")}}
+
+
+def action_row(action: TaskAction, now: float) -> dict:
+    """preemptions.csv: one row per suspension, resumption, kill or CPU share change."""
+    return {"time_s": round(now, 3), "task_id": action.task.task_id, "attempt": action.attempt, "host": action.host,
+            "action": action.action, "cores": "" if action.cores is None else action.cores}
 
 
 def job_row(job: Job) -> dict:
@@ -117,6 +125,12 @@ def summarize(out_dir: Path, jobs_total: int, status: str, started_at: float | N
         "shuffle_bytes_moved": int(flows.loc[flows["kind"] == "shuffle", "bytes"].sum()) if len(flows) else 0,
         "cross_rack_bytes": int(cross["bytes"].sum()) if len(cross) else 0,
     }
+    actions = out_dir / "preemptions.csv"
+    if actions.exists():
+        taken = pd.read_csv(actions)["action"].value_counts()
+        summary.update({"preemptions": int(taken.get("suspend", 0) + taken.get("kill", 0)),
+                        "suspensions": int(taken.get("suspend", 0)), "kills": int(taken.get("kill", 0)),
+                        "cpu_share_changes": int(taken.get("cpu_share", 0))})
     if started_at is not None:
         summary["started_at_unix"] = started_at
     (out_dir / "summary.json").write_text(json.dumps(

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from hybridbed.controller.client import ControllerError, FabricClient
 from hybridbed.scheduler.channel import Channel
-from hybridbed.scheduler.core import Launch, ShuffleNotice
+from hybridbed.scheduler.core import Launch, ShuffleNotice, TaskAction
 from hybridbed.scheduler.model import Job, StageKind, Task, build_job, partition_name
-from hybridbed.scheduler.results import (FLOW_FIELDS, JOB_FIELDS, TASK_FIELDS, USAGE_FIELDS, CsvLog, job_row,
-                                         summarize, task_row, write_plan)
+from hybridbed.scheduler.results import (ACTION_FIELDS, FLOW_FIELDS, JOB_FIELDS, TASK_FIELDS, USAGE_FIELDS, CsvLog,
+                                         action_row, job_row, summarize, task_row, write_plan)
 from hybridbed.scheduler.transfers import network_cap_mbps
 from hybridbed.testbed.scenario import Scenario
 from hybridbed.workers.task import write_bytes
@@ -54,6 +54,7 @@ class SchedulerServer:
         self.tasks_log = CsvLog(out_dir / "tasks.csv", TASK_FIELDS)
         self.flows_log = CsvLog(out_dir / "flows.csv", FLOW_FIELDS)
         self.usage_log = CsvLog(out_dir / "usage.csv", USAGE_FIELDS)
+        self.actions_log = CsvLog(out_dir / "preemptions.csv", ACTION_FIELDS)
         self.task_stats: dict[tuple[str, int], dict] = {}
 
     # connections ----------------------------------------------------------------------------------
@@ -108,6 +109,7 @@ class SchedulerServer:
                     self._submit(arrivals.pop(0), now)
                 self._drain_events()
                 self._check_heartbeats()
+                self._carry_out(self.core.act(self._now()))
                 self._dispatch(self.core.schedule(self._now()), self.core.shuffle_notices())
                 if self._now() >= next_hint:
                     self._hint_ocs()
@@ -122,7 +124,7 @@ class SchedulerServer:
                     channel.send({"op": "shutdown"})
                 except OSError:
                     pass
-            for log_file in (self.jobs_log, self.tasks_log, self.flows_log, self.usage_log):
+            for log_file in (self.jobs_log, self.tasks_log, self.flows_log, self.usage_log, self.actions_log):
                 log_file.close()
             write_plan(self.out_dir, self.policy)  # again: per-job plans made as jobs arrived
             summarize(self.out_dir, total, status, started_at=self.t0)
@@ -211,6 +213,17 @@ class SchedulerServer:
             self._send(consumer.host, {"op": "notice", "key": f"{consumer.task_id}.a{consumer.attempt}", "notice": {
                 "source": source.task_id, "host": source.host, "ip": self.hosts[source.host]["ip"],
                 "path": f"{_output_dir(source)}/{partition_name(consumer)}", "bytes": source.partition_for(consumer)}})
+
+    def _carry_out(self, actions: list[TaskAction]) -> None:
+        """Tell the workers to freeze, thaw, kill or re-quota the tasks the policy preempted or re-shared."""
+        for action in actions:
+            self.actions_log.write(action_row(action, self._now()))
+            message = {"op": action.action, "key": f"{action.task.task_id}.a{action.attempt}"}
+            if action.action == "resume":
+                message["overhead_s"] = self.scenario.workers.resume_overhead_s
+            elif action.action == "cpu_share":
+                message["cores"] = action.cores
+            self._send(action.host, message)
 
     def _send(self, host: str, message: dict) -> None:
         channel = self.channels.get(host)

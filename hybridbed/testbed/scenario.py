@@ -51,6 +51,8 @@ class WorkersSpec(_Strict):
     compute: Literal["sleep", "cpu"] = Field(default="sleep", description="how task compute time is emulated")
     task_rate_cap_mbps: float | None = Field(default=None, gt=0, description="per-task network cap (emulated Mb/s)")
     heartbeat_s: float = Field(default=0.5, gt=0, le=10)
+    resume_overhead_s: float = Field(default=0.0, ge=0, description="a suspended task's recovery time when resumed "
+                                     "(DSP's t_r): it stays stopped this much longer")
     disk_read_mbps_per_host: float = Field(default=0.0, ge=0, description="0: disk bandwidth not modelled")
     disk_write_mbps_per_host: float = Field(default=0.0, ge=0, description="0: disk bandwidth not modelled")
 

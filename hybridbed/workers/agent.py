@@ -27,6 +27,7 @@ class RunningTask:
         self.proc = proc
         self.cgroup = cgroup
         self.stdin_lock = threading.Lock()
+        self.suspensions = 0  # a resumption thaws only if no suspension came after it was asked for
 
 
 class WorkerAgent:
@@ -52,6 +53,8 @@ class WorkerAgent:
                     self._launch(message["task"])
                 elif op == "notice":
                     self._notify(message["key"], message["notice"])
+                elif op in ("suspend", "resume", "kill", "cpu_share"):
+                    self._act(op, message)
                 elif op == "shutdown":
                     break
         finally:
@@ -123,13 +126,50 @@ class WorkerAgent:
     def _notify(self, key: str, notice: dict) -> None:
         with self.lock:
             running = self.tasks.get(key)
-        if running is None:
-            return
+        if running is not None:
+            self._tell(running, notice)
+
+    @staticmethod
+    def _tell(running: RunningTask, line: dict) -> None:
+        """One JSON line to the task process (a parent's output location, a new CPU share)."""
         with running.stdin_lock:
             try:
-                running.proc.stdin.write(json.dumps(notice) + "\n")
+                running.proc.stdin.write(json.dumps(line) + "\n")
                 running.proc.stdin.flush()
             except (BrokenPipeError, ValueError):
+                pass
+
+    def _act(self, op: str, message: dict) -> None:
+        """Suspend (freeze), resume (thaw, after the recovery overhead), kill, or re-quota a task. A task
+        that ended meanwhile is left alone: the scheduler hears how it ended from _follow."""
+        with self.lock:
+            running = self.tasks.get(message["key"])
+        if running is None:
+            return
+        try:
+            if op == "suspend":
+                running.suspensions += 1
+                running.cgroup.freeze()
+            elif op == "resume":
+                threading.Thread(target=self._resume, args=(running, running.suspensions, message["overhead_s"]),
+                                 daemon=True).start()
+            elif op == "kill":
+                running.proc.kill()
+                if running.suspensions:
+                    running.cgroup.thaw()  # a frozen process dies only once thawed
+            else:
+                running.cgroup.set_cores(message["cores"])
+                self._tell(running, {"cpu_share": message["cores"]})  # waiting compute slows down too
+        except FileNotFoundError:  # its cgroup went with it
+            pass
+
+    @staticmethod
+    def _resume(running: RunningTask, suspensions: int, overhead_s: float) -> None:
+        time.sleep(overhead_s)
+        if running.suspensions == suspensions:
+            try:
+                running.cgroup.thaw()
+            except FileNotFoundError:
                 pass
 
     def _follow(self, task: dict, running: RunningTask) -> None:

@@ -2,6 +2,7 @@
 
 stdin: the task as one JSON line, then (a task of a stage with parents) one JSON line per parent task
 output to fetch; a later line for the same parent task replaces an earlier one (it ran again elsewhere).
+A line {"cpu_share": cores} gives the task a new CPU share (its cgroup's quota changes with it).
 stdout: JSON lines: a `fetch` record per transfer, then `done` with the totals.
 
 Compute is emulated either by waiting (`sleep`, the default: it leaves the CPU to Open vSwitch on a
@@ -38,16 +39,30 @@ def emit(record: dict) -> None:
 SLEEP_STEP_S = 0.05  # compute by waiting goes in steps this long, so a suspension is not counted as work
 
 
-def compute(seconds: float, mode: str) -> None:
+class Speed:
+    """The share of its demanded cores a task has now (at most 1): waiting compute goes at this pace, as
+    CPU-burning compute does under the cgroup's quota."""
+
+    def __init__(self, demanded_cores: float):
+        self.demanded = demanded_cores
+        self.ratio = 1.0
+
+    def set_cores(self, cores: float) -> None:
+        self.ratio = min(1.0, cores / self.demanded) if self.demanded > 0 else 1.0
+
+
+def compute(seconds: float, mode: str, speed: Speed | None = None) -> None:
     """Emulated compute that stops while the task is suspended (its cgroup frozen): CPU time does by
-    itself; waiting counts each step as at most twice its length, so a freeze adds its length."""
+    itself; waiting counts each step as at most twice its length, so a freeze adds its length, and at the
+    task's current share of its cores."""
     if mode == "sleep":
         done = 0.0
-        while done < seconds:
-            step = min(SLEEP_STEP_S, seconds - done)
+        while done < seconds - 1e-9:
+            ratio = speed.ratio if speed else 1.0
+            step = min(SLEEP_STEP_S, (seconds - done) / ratio)
             start = time.monotonic()
             time.sleep(step)
-            done += min(time.monotonic() - start, 2 * step)
+            done += min(time.monotonic() - start, 2 * step) * ratio
         return
     used = time.process_time()
     while time.process_time() - used < seconds:
@@ -108,14 +123,14 @@ def output_files(task: dict, data_dir: Path) -> dict[Path, int]:
     return files
 
 
-def compute_and_write(task: dict, files: dict[Path, int]) -> list[threading.Thread]:
-    return alongside((compute, task["compute_s"], task["compute_mode"]),
+def compute_and_write(task: dict, files: dict[Path, int], speed: Speed) -> list[threading.Thread]:
+    return alongside((compute, task["compute_s"], task["compute_mode"], speed),
                      (write_outputs, files, task.get("disk_write_bps")))
 
 
-def run_map(task: dict, data_dir: Path) -> dict:
+def run_map(task: dict, data_dir: Path, speed: Speed) -> dict:
     files = output_files(task, data_dir)
-    threads = compute_and_write(task, files)
+    threads = compute_and_write(task, files, speed)
     block = task["input"]
     local = data_dir / block["path"]
     if local.exists():
@@ -145,7 +160,7 @@ def _fetch_from_any(sources: list[dict], path: str, rate_bps: float | None) -> d
     raise FetchError("; ".join(errors))
 
 
-def run_reduce(task: dict, data_dir: Path, notices: "queue.Queue[dict]") -> dict:
+def run_reduce(task: dict, data_dir: Path, notices: "queue.Queue[dict]", speed: Speed) -> dict:
     """Fetch the partition of every parent task (up to PARALLEL_FETCHES at once) as their locations
     arrive, then compute while writing.
 
@@ -189,7 +204,7 @@ def run_reduce(task: dict, data_dir: Path, notices: "queue.Queue[dict]") -> dict
             fetched[notice["source"]] = result["bytes"]
             emit({"event": "fetch", "kind": "shuffle", "source": notice["source"], **result})
     files = output_files(task, data_dir)
-    for thread in compute_and_write(task, files):
+    for thread in compute_and_write(task, files, speed):
         thread.join()
     return {"fetched_bytes": sum(fetched.values()), "written_bytes": sum(files.values())}
 
@@ -197,17 +212,22 @@ def run_reduce(task: dict, data_dir: Path, notices: "queue.Queue[dict]") -> dict
 def main() -> int:
     task = json.loads(sys.stdin.readline())
     data_dir = Path(task["data_dir"])
+    speed = Speed(task["cores"])
+    notices: "queue.Queue[dict]" = queue.Queue()
+
+    def read_stdin() -> None:
+        for line in sys.stdin:
+            message = json.loads(line)
+            if "cpu_share" in message:
+                speed.set_cores(message["cpu_share"])
+            else:
+                notices.put(message)
+
+    threading.Thread(target=read_stdin, daemon=True).start()
     if task["kind"] == "map":
-        totals = run_map(task, data_dir)
+        totals = run_map(task, data_dir, speed)
     else:
-        notices: "queue.Queue[dict]" = queue.Queue()
-
-        def read_notices() -> None:
-            for line in sys.stdin:
-                notices.put(json.loads(line))
-
-        threading.Thread(target=read_notices, daemon=True).start()
-        totals = run_reduce(task, data_dir, notices)
+        totals = run_reduce(task, data_dir, notices, speed)
     emit({"event": "done", **totals})
     return 0
 

@@ -6,7 +6,7 @@ import random
 import pytest
 
 from hybridbed.scheduler.cluster import ClusterState, HostState
-from hybridbed.scheduler.core import PolicyError, SchedulerCore
+from hybridbed.scheduler.core import PolicyError, SchedulerCore, TaskAction
 from hybridbed.scheduler.model import JobSpec, Resources, TaskState, build_job
 from hybridbed.scheduler.policies.fifo import FifoPolicy
 from hybridbed.scheduler.policy import CpuShare, Preemption
@@ -49,7 +49,7 @@ def test_a_suspended_task_keeps_its_container_and_memory_and_gives_up_its_cores(
     core.schedule(0.0)
     assert first.state is TaskState.RUNNING and second.state is TaskState.RUNNING and host.free.cores == 0
     policy.preemptions = [Preemption(first, "suspend")]
-    assert core.preempt(1.0) == [Preemption(first, "suspend")]
+    assert core.act(1.0) == [TaskAction(first, 0, "h", "suspend")]
     assert first.state is TaskState.SUSPENDED and host.free == Resources(2, 2000) and host.free_slots == 2
     assert core.cluster.jobs["j0"].allocated == Resources(0, 1000)
     third_job = build_job(JobSpec("j2", 2.0, 10, 0, 0, 1, 0, 5.0, 0.0), TASK)
@@ -57,10 +57,10 @@ def test_a_suspended_task_keeps_its_container_and_memory_and_gives_up_its_cores(
     assert [launch.task for launch in core.schedule(1.0)] == [third_job.maps[0]]  # on the freed cores
     policy.preemptions = [Preemption(first, "resume")]
     with pytest.raises(PolicyError, match="has not 2 cores free"):
-        core.preempt(2.0)
+        core.act(2.0)
     core.task_finished(third_job.maps[0].task_id, 0, 3.0)
     policy.preemptions = [Preemption(first, "resume")]
-    core.preempt(3.0)
+    core.act(3.0)
     assert first.state is TaskState.RUNNING and host.free == Resources(0, 2000)
     assert core.task_finished(first.task_id, 0, 9.0) is not None
 
@@ -69,7 +69,7 @@ def test_a_suspended_task_that_finishes_meanwhile_is_done_and_frees_everything()
     core, policy, host, (first, _) = setup()
     core.schedule(0.0)
     policy.preemptions = [Preemption(first, "suspend")]
-    core.preempt(1.0)
+    core.act(1.0)
     core.task_finished(first.task_id, 0, 1.0)  # it ended before the freeze took hold
     assert first.state is TaskState.DONE and host.free == Resources(2, 3000)  # the other task holds the rest
 
@@ -78,7 +78,7 @@ def test_a_killed_task_runs_again_from_scratch_and_its_old_attempt_is_ignored():
     core, policy, host, (first, _) = setup()
     core.schedule(0.0)
     policy.preemptions = [Preemption(first, "kill")]
-    core.preempt(1.0)
+    assert core.act(1.0) == [TaskAction(first, 0, "h", "kill")]  # the attempt that was killed
     assert first.state is TaskState.PENDING and first.attempt == 1 and host.free == Resources(2, 3000)
     assert core.task_finished(first.task_id, 0, 2.0) is None  # the killed attempt's late report
     assert [launch.task for launch in core.schedule(2.0)] == [first]
@@ -88,14 +88,14 @@ def test_a_running_task_gets_a_new_cpu_share_within_what_its_host_has():
     core, policy, host, (first, second) = setup()
     core.schedule(0.0)
     policy.preemptions = [Preemption(second, "kill")]
-    core.preempt(0.5)
+    core.act(0.5)
     policy.shares = [CpuShare(first, 3.0)]
-    core.set_cpu_shares(1.0)
+    assert core.act(1.0) == [TaskAction(first, 0, "h", "cpu_share", 3.0)]
     assert first.allocation.cores == 3.0 and host.free.cores == 1.0
     assert core.cluster.jobs["j0"].allocated.cores == 3.0
     policy.shares = [CpuShare(first, 5.0)]
     with pytest.raises(PolicyError, match="4 are there for it"):
-        core.set_cpu_shares(2.0)
+        core.act(2.0)
 
 
 def test_bad_preemptions_are_refused_by_name():
@@ -104,4 +104,4 @@ def test_bad_preemptions_are_refused_by_name():
         Preemption(first, "pause")
     policy.preemptions = [Preemption(first, "resume")]
     with pytest.raises(PolicyError, match="tries to resume j0-m0, which is pending"):
-        core.preempt(0.0)
+        core.act(0.0)

@@ -65,3 +65,15 @@ def test_expected_duration_is_the_slowest_part_at_the_allotted_rates():
     assert expected_duration_s(job.reduces[0]) == pytest.approx(4.0 + 1.0)
     plain = build_job(spec, Resources())
     assert expected_duration_s(plain.maps[0]) == 1.0  # nothing allotted: only the compute counts
+
+
+def test_waiting_compute_goes_at_the_tasks_share_of_its_cores(monkeypatch):
+    clock = {"now": 0.0}
+    monkeypatch.setattr(worker_task.time, "monotonic", lambda: clock["now"])
+    monkeypatch.setattr(worker_task.time, "sleep", lambda s: clock.__setitem__("now", clock["now"] + s))
+    speed = worker_task.Speed(2.0)
+    speed.set_cores(0.5)  # a quarter of the two cores it asked for
+    worker_task.compute(1.0, "sleep", speed)
+    assert clock["now"] == pytest.approx(4.0, abs=worker_task.SLEEP_STEP_S)
+    speed.set_cores(8.0)  # more than it asked for does not make it faster
+    assert speed.ratio == 1.0
