@@ -26,9 +26,9 @@ from typing import Callable
 import numpy as np
 
 from hybridbed.controller.circuits import combined_demand
-from hybridbed.scheduler.core import SchedulerCore
+from hybridbed.scheduler.core import SchedulerCore, TaskAction
 from hybridbed.scheduler.model import JobSpec, StageKind, Task, build_job
-from hybridbed.scheduler.results import CsvLog, job_row, task_row
+from hybridbed.scheduler.results import CsvLog, action_row, job_row, task_row
 from hybridbed.scheduler.transfers import connection_cap_mbps
 from hybridbed.simulator.fabric import MBPS_TO_BYTES_S, FabricLinks, SimulatedOcs
 from hybridbed.simulator.flows import FINISH_TOLERANCE_S, Flow, FlowTable
@@ -61,11 +61,22 @@ class ReduceFetches:
 
 
 @dataclass
+class Compute:
+    """A running task's compute: the work left (seconds at its full share), the pace it goes at (its share of
+    its demanded cores; 0 while suspended), since when, and a token that outdates its scheduled end."""
+    left_s: float
+    pace: float
+    since: float
+    token: int = 0
+
+
+@dataclass
 class ResultLogs:
     jobs: CsvLog
     tasks: CsvLog
     flows: CsvLog
     ocs_events: CsvLog
+    actions: CsvLog
 
 
 class Simulation:
@@ -88,6 +99,9 @@ class Simulation:
         self._order = itertools.count()
         self._reduces: dict[str, ReduceFetches] = {}
         self._parts: dict[str, int] = {}  # per running task: its transfers and compute still under way
+        self._compute: dict[str, Compute] = {}
+        self._paused: dict[str, list[tuple[Flow, float]]] = {}  # suspended task -> its flows, bytes left
+        self._suspensions: dict[str, int] = {}  # a resumption takes effect only if no suspension came after
         self._stats: dict[str, dict] = {}
         self._offer_all = False  # offer every host's free containers to the policy
         self._offer: dict[str, None] = {}  # hosts whose containers to offer
@@ -135,7 +149,9 @@ class Simulation:
             self.core.submit(build_job(payload, self.scenario.container()), self.now)
             self._offer_all = True
         elif kind == "computed":
-            self._part_done(*payload)
+            self._computed(*payload)
+        elif kind == "resumed":
+            self._resumed(*payload)
         elif kind == "heartbeat":
             self._offer_all = True
             self._at(self.now + self.scenario.workers.heartbeat_s, "heartbeat", None)
@@ -147,6 +163,8 @@ class Simulation:
 
     def _decide(self) -> None:
         """Launch what the policy chooses for the containers on offer, tell consumers about parent outputs."""
+        for action in self.core.act(self.now):
+            self._carry_out(action)
         if self._offer_all or self._offer:
             hosts = None if self._offer_all else list(self._offer)
             self._offer_all, self._offer = False, {}
@@ -184,7 +202,8 @@ class Simulation:
         """Start the task's compute and (where disks are modelled) the write of its output."""
         written = self._stats[task.task_id]["written_bytes"]
         self._count_part(task)
-        self._at(self.now + task.compute_s, "computed", (task, attempt))
+        compute = self._compute[task.task_id] = Compute(task.compute_s, self._pace(task), self.now)
+        self._schedule_compute(task, attempt, compute)
         if self.links.models_disk and written:
             self._start_part(Flow("write", task, attempt, "", task.host, task.host, written, self.now))
 
@@ -195,7 +214,27 @@ class Simulation:
     def _count_part(self, task: Task) -> None:
         self._parts[task.task_id] = self._parts.get(task.task_id, 0) + 1
 
+    def _pace(self, task: Task) -> float:
+        """How fast the task computes now: not at all while suspended, else its share of its demanded cores."""
+        if task.task_id in self._paused:
+            return 0.0
+        demanded = task.demand.cores
+        return min(1.0, task.allocation.cores / demanded) if demanded > 0 else 1.0
+
+    def _schedule_compute(self, task: Task, attempt: int, compute: Compute) -> None:
+        compute.token += 1
+        if compute.pace > 0:
+            self._at(self.now + compute.left_s / compute.pace, "computed", (task, attempt, compute.token))
+
+    def _computed(self, task: Task, attempt: int, token: int) -> None:
+        compute = self._compute.get(task.task_id)
+        if compute is not None and compute.token == token and task.attempt == attempt:
+            del self._compute[task.task_id]
+            self._part_done(task, attempt)
+
     def _part_done(self, task: Task, attempt: int) -> None:
+        if task.attempt != attempt:
+            return  # a killed attempt's leftovers
         self._parts[task.task_id] -= 1
         if self._parts[task.task_id] == 0:
             self._task_done(task, attempt)
@@ -210,8 +249,56 @@ class Simulation:
             self.logs.jobs.write(job_row(job))
         self._offer[task.host] = None
 
+    # preemption and CPU shares --------------------------------------------------------------------
+    def _carry_out(self, action: TaskAction) -> None:
+        """What the emulation's workers do to a preempted or re-shared task: a suspended task stops computing
+        and transferring where it is; a resumed one goes on from there after the recovery overhead; a killed
+        one is gone (the core runs it again); a new CPU share changes its compute pace."""
+        self.logs.actions.write(action_row(action, self.now))
+        task = action.task
+        if action.action == "suspend":
+            self._repace(task, lambda: self._paused.setdefault(task.task_id, self.flows.take_out(task)))
+            self._suspensions[task.task_id] = self._suspensions.get(task.task_id, 0) + 1
+        elif action.action == "resume":
+            self._at(self.now + self.scenario.workers.resume_overhead_s, "resumed",
+                     (task, action.attempt, self._suspensions[task.task_id]))
+        elif action.action == "kill":
+            self.flows.take_out(task)
+            for running in (self._compute, self._paused, self._parts, self._stats, self._reduces, self._suspensions):
+                running.pop(task.task_id, None)
+            self._offer[action.host] = None
+        else:
+            self._repace(task)
+
+    def _repace(self, task: Task, change: Callable[[], object] = lambda: None) -> None:
+        """The task's pace changes (suspended, resumed, a new CPU share): account the compute done at the old
+        pace, make the change, go on at the new pace (its compute ends at another time)."""
+        compute = self._compute.get(task.task_id)
+        if compute is not None:
+            compute.left_s -= (self.now - compute.since) * compute.pace
+            compute.since = self.now
+        change()
+        if compute is not None:
+            compute.pace = self._pace(task)
+            self._schedule_compute(task, task.attempt, compute)
+
+    def _resumed(self, task: Task, attempt: int, suspensions: int) -> None:
+        if task.attempt != attempt or self._suspensions.get(task.task_id) != suspensions:
+            return  # killed, or suspended again before the recovery was over
+        paused = self._paused.get(task.task_id)
+        if paused is None:
+            return
+        self._repace(task, lambda: self._paused.pop(task.task_id))
+        for flow, remaining in paused:
+            self._start_flow(flow, remaining)
+        if task.task_id in self._reduces:
+            self._pump(self._reduces[task.task_id])
+
     def _pump(self, fetches: ReduceFetches) -> None:
-        """Start fetches while the reducer has connections to spare and partitions to fetch."""
+        """Start fetches while the reducer has connections to spare and partitions to fetch (not while it
+        is suspended)."""
+        if fetches.task.task_id in self._paused:
+            return
         while fetches.queue and fetches.in_flight < PARALLEL_FETCHES:
             source = fetches.queue.popleft()
             host, size = fetches.sources[source]
@@ -220,14 +307,14 @@ class Simulation:
             self._start_flow(Flow("shuffle", task, fetches.attempt, source, host, task.host, size, self.now))
 
     # flows ----------------------------------------------------------------------------------------
-    def _start_flow(self, flow: Flow) -> None:
+    def _start_flow(self, flow: Flow, remaining: float | None = None) -> None:
         local = flow.src == flow.dst
         cap_mbps = connection_cap_mbps(flow.task.demand, flow.kind, local, self.task_cap_mbps)
         cap = cap_mbps * MBPS_TO_BYTES_S if cap_mbps else np.inf
         if local and flow.kind == "shuffle":
             cap = min(cap, LOOPBACK_BYTES_S)
         a, b = self.cluster.rack_of[flow.src], self.cluster.rack_of[flow.dst]
-        self.flows.add(flow, cap, self.ocs.lit.get((a, b)) if self.circuits_carry_tasks else None)
+        self.flows.add(flow, cap, self.ocs.lit.get((a, b)) if self.circuits_carry_tasks else None, remaining)
 
     def _flow_finished(self, flow: Flow) -> None:
         task = flow.task

@@ -104,8 +104,9 @@ class FlowTable:
             self._free_classes.append(cid)
 
     # flows ----------------------------------------------------------------------------------------
-    def add(self, flow: Flow, cap: float, circuit: Circuit | None) -> None:
-        """Start a flow; `cap` is its own rate limit (inf: none), `circuit` what carries its racks' traffic."""
+    def add(self, flow: Flow, cap: float, circuit: Circuit | None, remaining: float | None = None) -> None:
+        """Start a flow (or go on with one taken out by `take_out`: `remaining` bytes still to send); `cap` is
+        its own rate limit (inf: none), `circuit` what carries its racks' traffic."""
         row = len(self.flows)
         if row == len(self.remaining):
             self._grow_flows(2 * row)
@@ -115,7 +116,8 @@ class FlowTable:
         self.cls[row] = self._join_class(path, cap)
         a, b = self.links.host_rack[src], self.links.host_rack[dst]
         self.pair[row] = a * self.links.racks + b if a != b else -1
-        self.remaining[row], self.rate[row], self.ocs[row] = flow.size, 0.0, 0.0
+        self.remaining[row], self.rate[row] = flow.size if remaining is None else remaining, 0.0
+        self.ocs[row] = flow.ocs_bytes
         self.start[row], self.on_ocs[row] = flow.start_s, circuit is not None and a != b
         self._stale = True
 
@@ -158,21 +160,28 @@ class FlowTable:
         slack = np.maximum(FINISH_TOLERANCE_S, FINISH_FRACTION * (now - self.start[:n]))
         done = np.flatnonzero(self.remaining[:n] <= self.rate[:n] * slack)
         finished = []
-        arrays = (self.cls, self.pair, self.start, self.remaining, self.rate, self.ocs, self.on_ocs)
         for row in done[::-1]:  # from the end, so a row moved into a hole is never one still to remove
-            flow = self.flows[row]
-            flow.ocs_bytes = min(float(self.ocs[row]), flow.size)
-            finished.append(flow)
-            self._leave_class(int(self.cls[row]))
-            last = len(self.flows) - 1
-            if row != last:
-                for array in arrays:
-                    array[row] = array[last]
-                self.flows[row] = self.flows[last]
-            self.flows.pop()
-        if finished:
-            self._stale = True
+            finished.append(self._drop(row)[0])
         return sorted(finished, key=lambda f: f.start_s) if len(finished) > 1 else finished
+
+    def take_out(self, task: Task) -> list[tuple[Flow, float]]:
+        """Remove the task's flows (it was suspended or killed): each with the bytes it has still to send."""
+        rows = [row for row, flow in enumerate(self.flows) if flow.task is task]
+        return [self._drop(row) for row in reversed(rows)][::-1]
+
+    def _drop(self, row: int) -> tuple[Flow, float]:
+        """Remove one flow (the last row fills its place); its OCS bytes so far go with it."""
+        flow, remaining = self.flows[row], float(self.remaining[row])
+        flow.ocs_bytes = min(float(self.ocs[row]), flow.size)
+        self._leave_class(int(self.cls[row]))
+        last = len(self.flows) - 1
+        if row != last:
+            for array in (self.cls, self.pair, self.start, self.remaining, self.rate, self.ocs, self.on_ocs):
+                array[row] = array[last]
+            self.flows[row] = self.flows[last]
+        self.flows.pop()
+        self._stale = True
+        return flow, remaining
 
     def settle(self) -> None:
         """Recompute the max-min fair rates if anything changed since the last time."""

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from hybridbed.scheduler.core import PolicyError
-from hybridbed.scheduler.results import (FLOW_PATH_FIELDS, JOB_FIELDS, OCS_EVENT_FIELDS, TASK_FIELDS, CsvLog,
+from hybridbed.scheduler.results import (ACTION_FIELDS, FLOW_PATH_FIELDS, JOB_FIELDS, OCS_EVENT_FIELDS, TASK_FIELDS, CsvLog,
                                          add_uplink_totals, summarize, write_plan)
 from hybridbed.simulator.engine import ResultLogs, Simulation, SimulationTimeout
 from hybridbed.testbed.backends import Progress, RunFailed
@@ -28,7 +28,7 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
     specs = scenario.build_workload()
     logs = ResultLogs(*(CsvLog(out_dir / name, fields, FLUSH_INTERVAL_S) for name, fields in (
         ("jobs.csv", JOB_FIELDS), ("tasks.csv", TASK_FIELDS), ("flows.csv", FLOW_PATH_FIELDS),
-        ("ocs_events.csv", OCS_EVENT_FIELDS))))
+        ("ocs_events.csv", OCS_EVENT_FIELDS), ("preemptions.csv", ACTION_FIELDS))))
     simulation = Simulation(scenario, logs)
     status, started = "failed", time.perf_counter()
     planning_s = 0.0
@@ -41,7 +41,7 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
     except (SimulationTimeout, PolicyError) as err:
         raise RunFailed(str(err)) from err
     finally:
-        for log in (logs.jobs, logs.tasks, logs.flows, logs.ocs_events):
+        for log in (logs.jobs, logs.tasks, logs.flows, logs.ocs_events, logs.actions):
             log.close()
         write_plan(out_dir, simulation.policy)  # again: per-job plans made as jobs arrived
         summarize(out_dir, len(specs), status)

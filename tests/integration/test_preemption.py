@@ -1,0 +1,104 @@
+"""A real worker agent (in a network namespace of its own, tasks in real cgroups) told by a scripted
+scheduler to suspend and resume, kill, and re-quota running tasks."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hybridbed.scheduler.channel import Channel
+from hybridbed.testbed.isolation import RunCgroup
+from hybridbed.workers.cgroups import CgroupLayout
+
+COMPUTE_S = 2.0
+
+
+@pytest.fixture
+def agent(tmp_path):
+    """A worker agent connected to this test as its scheduler; yields the channel and what it needs."""
+    layout = CgroupLayout.detect()
+    roots = layout.create_task_roots(f"it-preempt-{os.getpid()}")
+    socket_path = str(tmp_path / "scheduler.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(socket_path)
+    server.listen(1)
+    data_dir = tmp_path / "data"
+    command = [sys.executable, "-m", "hybridbed.workers.agent", "--scheduler-socket", socket_path, "--host", "h0",
+               "--rack", "0", "--ip", "127.0.0.1", "--slots", "4", "--cores", "4", "--memory-mb", "4000",
+               "--data-dir", str(data_dir), "--cgroup-roots", *map(str, roots), "--cgroup-version", str(layout.version)]
+    # its own network namespace: its data server's port and its traffic stay off the machine's loopback
+    proc = subprocess.Popen(["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "agent", *command])
+    server.settimeout(20)
+    conn, _ = server.accept()
+    channel = Channel(conn)
+    assert receive(channel, "register")["host"] == "h0"
+    (data_dir / "blocks").mkdir(parents=True, exist_ok=True)
+    (data_dir / "blocks" / "b0").write_bytes(b"x" * 1000)
+    yield channel
+    channel.send({"op": "shutdown"})
+    proc.wait(timeout=10)
+    for root in roots:
+        RunCgroup(root).thaw_all()
+    for root in roots:
+        RunCgroup(root).kill_all(grace_s=0)
+        RunCgroup(root).remove()
+    server.close()
+
+
+def receive(channel: Channel, op: str, timeout_s: float = 30) -> dict:
+    """The next message of this kind (heartbeats and the like skipped)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        message = channel.receive()
+        assert message is not None, "the agent hung up"
+        if message["op"] == op:
+            return message
+    raise AssertionError(f"no {op} message within {timeout_s:g} s")
+
+
+def launch(channel: Channel, task_id: str) -> dict:
+    channel.send({"op": "launch", "task": {
+        "task_id": task_id, "attempt": 0, "kind": "map", "cores": 1.0, "memory_mb": 256, "compute_s": COMPUTE_S,
+        "partitions": [], "output_bytes": 1000, "output_dir": f"out/j/{task_id}.a0", "rate_bps": None,
+        "disk_read_bps": None, "disk_write_bps": None, "input": {"path": "blocks/b0", "sources": []}}})
+    return receive(channel, "started")
+
+
+def test_a_suspended_task_resumes_where_it_was_after_the_overhead(agent):
+    started = launch(agent, "t0")
+    freezer = Path(started["cgroups"][-1])
+    time.sleep(0.5)
+    agent.send({"op": "suspend", "key": "t0.a0"})
+    time.sleep(0.3)
+    state = (freezer / "freezer.state").read_text().strip() if (freezer / "freezer.state").exists() \
+        else (freezer / "cgroup.events").read_text()
+    assert state == "FROZEN" or "frozen 1" in state
+    time.sleep(1.7)
+    agent.send({"op": "resume", "key": "t0.a0", "overhead_s": 0.5})
+    finished = receive(agent, "finished")
+    took = finished["time"] - started["time"]
+    # 2 s of compute, 2 s suspended, 0.5 s of recovery: had it kept counting while frozen, 2 s in all
+    assert 4.2 <= took <= 5.5, took
+
+
+def test_a_killed_task_ends_at_once_even_when_frozen(agent):
+    started = launch(agent, "t1")
+    agent.send({"op": "suspend", "key": "t1.a0"})
+    time.sleep(0.3)
+    agent.send({"op": "kill", "key": "t1.a0"})
+    failed = receive(agent, "failed")
+    assert failed["task_id"] == "t1" and failed["exit_code"] != 0
+    assert failed["time"] - started["time"] < 1.5
+
+
+def test_a_task_given_half_its_cores_computes_at_half_the_pace(agent):
+    started = launch(agent, "t2")
+    agent.send({"op": "cpu_share", "key": "t2.a0", "cores": 0.5})
+    finished = receive(agent, "finished")
+    took = finished["time"] - started["time"]
+    assert 3.6 <= took <= 4.8, took  # 2 s of work at half pace (the share arrives a moment after the start)
