@@ -105,3 +105,64 @@ def test_bad_preemptions_are_refused_by_name():
     policy.preemptions = [Preemption(first, "resume")]
     with pytest.raises(PolicyError, match="tries to resume j0-m0, which is pending"):
         core.act(0.0)
+
+
+class OnTheClock(Scripted):
+    """FIFO, and at each (time, action, cores) of a script, that action on the task running then."""
+    name = "on-the-clock"
+
+    def __init__(self, script: list[tuple[float, str, float | None]]) -> None:
+        super().__init__()
+        self.script = list(script)
+
+    def preempt(self, cluster):
+        task = next((t for h in cluster.hosts.values() for t in h.running.values()), None)
+        if self.script and task is not None and cluster.now >= self.script[0][0] - 1e-9:
+            _, action, cores = self.script.pop(0)
+            if action == "cpu_share":
+                self.shares.append(CpuShare(task, cores))
+            else:
+                self.preemptions.append(Preemption(task, action))
+        return super().preempt(cluster)
+
+
+def simulate_one_task(tmp_path, script: list[tuple[float, str, float | None]], overhead_s: float = 0.0,
+                      writes: bool = False) -> float:
+    """One 4-second task alone in a simulated cluster, the policy acting on it as `script` says; returns when
+    the task finished. `writes`: it also writes 8 MB to a 1 MB/s disk (8 s, alongside its compute)."""
+    from hybridbed.scheduler.results import ACTION_FIELDS, TASK_FIELDS, CsvLog
+    from hybridbed.simulator.engine import ResultLogs, Simulation
+    from hybridbed.testbed.scenario import Scenario
+
+    scenario = Scenario.model_validate({
+        "name": "preempt", "backend": "simulation", "fabric": {"racks": 2, "hosts_per_rack": 1},
+        "workers": {"slots_per_host": 2, "cores_per_host": 2, "resume_overhead_s": overhead_s, "heartbeat_s": 0.25,
+                    "disk_read_mbps_per_host": 8 if writes else 0, "disk_write_mbps_per_host": 8 if writes else 0},
+        "scheduler": {"policy": "fifo"}})
+    logs = ResultLogs(*(CsvLog(tmp_path / f"{name}.csv", fields) for name, fields in (
+        ("jobs", ["job_id"]), ("tasks", TASK_FIELDS), ("flows", ["task_id"]), ("ocs", ["seq"]), ("actions", ACTION_FIELDS))))
+    simulation = Simulation(scenario, logs)
+    simulation.core.policy = OnTheClock(script)
+    output = 8_000_000 if writes else 0
+    simulation.run([JobSpec("j", 0.0, 10, 0, output, 1, 0, 4.0, 0.0, map_demand=Resources(1, 256))])
+    for log in (logs.jobs, logs.tasks, logs.flows, logs.ocs_events, logs.actions):
+        log.close()
+    return simulation.core.finished[0].finished_s
+
+
+def test_the_simulator_pauses_a_suspended_task_and_charges_the_recovery(tmp_path):
+    assert simulate_one_task(tmp_path, []) == pytest.approx(4.0)
+    assert simulate_one_task(tmp_path, [(1.0, "suspend", None), (3.0, "resume", None)], overhead_s=0.5) == \
+        pytest.approx(6.5)  # 4 s of compute, 2 s suspended, 0.5 s to recover
+    # its disk write (longer than its compute) stops with it and goes on from where it was
+    assert simulate_one_task(tmp_path, [], writes=True) == pytest.approx(8.0, rel=0.01)
+    assert simulate_one_task(tmp_path, [(1.0, "suspend", None), (3.0, "resume", None)], writes=True) == \
+        pytest.approx(10.0, rel=0.01)
+
+
+def test_the_simulator_restarts_a_killed_task_from_scratch(tmp_path):
+    assert simulate_one_task(tmp_path, [(1.0, "kill", None)]) == pytest.approx(5.0)
+
+
+def test_the_simulator_computes_at_the_tasks_share_of_its_cores(tmp_path):
+    assert simulate_one_task(tmp_path, [(1.0, "cpu_share", 0.5)]) == pytest.approx(7.0)  # 3 s left at half pace
