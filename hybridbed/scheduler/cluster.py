@@ -188,9 +188,9 @@ class ClusterState:
     def runnable_stages(self, job: Job) -> list[int]:
         """The job's stages with a pending task a policy may start: root stages, and released ones."""
         pending = self.pending[job.job_id]
-        stages = [i for i, s in enumerate(job.stages) if not s.parents] if pending.maps else []
+        stages = job.root_stages if pending.maps else []
         if pending.reduces:
-            stages += self.released_stages(job)
+            stages = stages + self.released_stages(job)
         return pending.waiting(stages)
 
     def best_in_stage(self, job: Job, stage: int, host: HostState) -> tuple[Task, bool]:
@@ -204,6 +204,10 @@ class ClusterState:
         if local is not None:
             return local, False
         return waiting.rack_local(host.rack) or waiting.first(), True
+
+    def reads_remotely(self, job: Job, stage: int, host: HostState) -> bool:
+        """Whether the task best_in_stage gives has its input elsewhere, without picking it."""
+        return bool(job.stages[stage].parents) or not self.pending[job.job_id].stages[stage].by_host.get(host.name)
 
     def source_has_room(self, task: Task, host: HostState) -> bool:
         """A remote read needs its disk-read and network-out allotment free where the block is (Tetris §3.2)."""

@@ -216,9 +216,11 @@ class Job:
     finished_s: float | None = None
     maps: list[Task] = field(init=False)  # the root stages' tasks
     reduces: list[Task] = field(init=False)  # the other stages' tasks
+    root_stages: list[int] = field(init=False)
 
     def __post_init__(self) -> None:
         self.stage_done = [0] * len(self.stages)
+        self.root_stages = [i for i, s in enumerate(self.stages) if not s.parents]
         self.maps = [t for s in self.stages if not s.parents for t in s.tasks]
         self.reduces = [t for s in self.stages if s.parents for t in s.tasks]
 

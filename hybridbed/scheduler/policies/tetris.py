@@ -43,9 +43,10 @@ from hybridbed.scheduler.transfers import expected_duration_s
 
 @dataclass
 class Candidate:
-    """A job's offer for the host: the next task of one of its stages (a stage's tasks share their demand)."""
+    """A job's offer for the host: one of its stages (a stage's tasks share their demand; the best located
+    one is picked once the stage is chosen)."""
     job: Job
-    task: Task
+    stage: int
     alignment: float
     remaining_work: float
     promoted: bool  # past the barrier knob
@@ -139,8 +140,9 @@ class TetrisPolicy(Policy):
         epsilon = self.srtf_weight * mean_alignment / mean_work if mean_work > 0 else 0.0
         for best in sorted(pool, key=lambda c: (c.alignment - epsilon * c.remaining_work, -c.job.spec.arrival_s),
                            reverse=True):
-            if cluster.source_has_room(best.task, host):
-                return best.task
+            task = cluster.best_in_stage(best.job, best.stage, host)[0]
+            if cluster.source_has_room(task, host):
+                return task
         return None
 
     def eligible_jobs(self, cluster: ClusterState) -> list[Job]:
@@ -161,7 +163,7 @@ class TetrisPolicy(Policy):
                 value = scores.of(job.stages[i].tasks[0].demand)  # a stage's tasks share their demand
                 if value is None:
                     continue
-                task, remote = cluster.best_in_stage(job, i, host)
+                remote = cluster.reads_remotely(job, i, host)
                 promoted = job.stage_done[i] >= self.barrier * len(job.stages[i].tasks)
-                found.append(Candidate(job, task, value * (1 - self.remote_penalty) if remote else value, work, promoted))
+                found.append(Candidate(job, i, value * (1 - self.remote_penalty) if remote else value, work, promoted))
         return found
