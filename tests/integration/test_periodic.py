@@ -38,6 +38,18 @@ def _wait_for_circuits(net: HybridNetwork, wanted: set[tuple[int, int]], timeout
     return _pairs(net.controller.circuits())
 
 
+def _event_for(net: HybridNetwork, wanted: set[tuple[int, int]], timeout: float = 2.0) -> dict:
+    """The reconfiguration event that lit `wanted`: the controller reports its target circuits as soon as it
+    starts moving to them and logs the event once they are lit, so the event may come a moment later."""
+    deadline = time.monotonic() + timeout
+    while True:
+        events = net.controller.events()
+        if events and _pairs(events[-1]["circuits_after"]) == wanted or time.monotonic() > deadline:
+            assert events, "no reconfiguration event logged"
+            return events[-1]
+        time.sleep(0.05)
+
+
 def _demand(racks: int, entries: dict[tuple[int, int], float]) -> list[list[float]]:
     return [[entries.get((a, b), 0.0) for b in range(racks)] for a in range(racks)]
 
@@ -53,7 +65,7 @@ def test_hinted_demand_lights_the_max_weight_matching(periodic):
     hints = _demand(3, {(0, 1): 5e6, (0, 2): 1e6, (1, 2): 3e6, (2, 0): THRESHOLD_BYTES / 2})
     periodic.controller.set_demand(hints)
     assert _wait_for_circuits(periodic, {(0, 1), (1, 2)}) == {(0, 1), (1, 2)}
-    event = periodic.controller.events()[-1]
+    event = _event_for(periodic, {(0, 1), (1, 2)})
     assert event["reason"] == "periodic"
     assert _pairs(event["circuits_after"]) == {(0, 1), (1, 2)}
 
