@@ -175,14 +175,12 @@ class SchedulerCore:
         rack_of, alive = self.cluster.rack_of, self.cluster.alive()
         for pending in self.cluster.pending.values():
             pending.forget_host(name, rack_of, alive)
-        for task in requeued:
-            job = self.cluster.jobs[task.job_id]
+        for task in requeued:  # each requeue re-judges the job's launchability: a lost output may un-release a stage
             if task.state in ON_HOST:
-                self._leave_hosts(task)
-                job.task_stopped(task)
+                self._stop_and_requeue(task)
             else:
-                job.stage_done[task.stage] -= 1
-            self._requeue(task)  # re-judges the job's launchability: a lost output may un-release a stage
+                self.cluster.jobs[task.job_id].stage_done[task.stage] -= 1
+                self._requeue(task)
         return requeued
 
     def task_failed(self, task_id: str, attempt: int, now: float) -> bool:
@@ -191,10 +189,14 @@ class SchedulerCore:
         if task.state not in ON_HOST or task.attempt != attempt:
             return False
         self.cluster.now = now
+        self._stop_and_requeue(task)
+        return True
+
+    def _stop_and_requeue(self, task: Task) -> None:
+        """A task on a host (running or suspended) is to run again from scratch: a failure, a loss, a kill."""
         self._leave_hosts(task)
         self.cluster.jobs[task.job_id].task_stopped(task)
         self._requeue(task)
-        return True
 
     def _leave_hosts(self, task: Task) -> None:
         """A running (or suspended) task ends: free its container and what it held where it read from."""
@@ -246,9 +248,7 @@ class SchedulerCore:
             else:
                 if task.state not in ON_HOST:
                     raise PolicyError(f"policy {self.policy.name} kills {task.task_id}, which is {task.state.value}")
-                self._leave_hosts(task)
-                job.task_stopped(task)
-                self._requeue(task)
+                self._stop_and_requeue(task)
         return done
 
     def _set_cpu_shares(self, now: float) -> list[TaskAction]:

@@ -238,14 +238,6 @@ class Job:
         return [t for s in self.stages for t in s.tasks]
 
     @property
-    def maps_done(self) -> int:
-        return sum(done for stage, done in zip(self.stages, self.stage_done) if not stage.parents)
-
-    @property
-    def reduces_done(self) -> int:
-        return sum(done for stage, done in zip(self.stages, self.stage_done) if stage.parents)
-
-    @property
     def done(self) -> bool:
         return all(done == len(stage.tasks) for stage, done in zip(self.stages, self.stage_done))
 
