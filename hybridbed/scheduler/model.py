@@ -117,7 +117,8 @@ class JobSpec:
                          self.shuffle_bytes if self.n_reduces else self.output_bytes, self.map_demand)
         if not self.n_reduces:
             return (maps,)
-        return maps, StageSpec("r", self.n_reduces, self.reduce_compute_s, (0,), 0, self.output_bytes, self.reduce_demand)
+        reduces = StageSpec("r", self.n_reduces, self.reduce_compute_s, (0,), 0, self.output_bytes, self.reduce_demand)
+        return maps, reduces
 
 
 def dag_spec(job_id: str, arrival_s: float, stages: tuple[StageSpec, ...], recurring: bool = False,
@@ -288,7 +289,8 @@ def build_job(spec: JobSpec, default_demand: Resources) -> Job:
     job = Job(spec, stages)
     for task in job.reduces:
         task.fetch_bytes = sum(source.partition_for(task) for source in job.sources_of(task))
-    block_sizes = [size for stage in specs if not stage.parents for size in split_evenly(stage.input_bytes, stage.tasks)]
+    block_sizes = [size for stage in specs if not stage.parents
+                   for size in split_evenly(stage.input_bytes, stage.tasks)]
     for n, (task, size) in enumerate(zip(job.maps, block_sizes)):
         task.input_block = Block(f"{spec.job_id}-b{n}", size, ())
     return job
