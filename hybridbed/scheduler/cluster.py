@@ -98,6 +98,7 @@ class ClusterState:
     finished: set[str] = field(default_factory=set)  # ids of the jobs that are done
     now: float = 0.0
     network: NetworkView | None = None  # planners that model the network need it
+    precedence: bool = True  # False: a policy may start a stage's tasks before their parents are done
     rack_of: dict[str, int] = field(init=False)  # hosts keep their rack for the whole run
     rack_hosts: dict[int, list[str]] = field(init=False)  # every host of each rack, live or not
     _dead_racks: set[int] = field(init=False)
@@ -167,11 +168,16 @@ class ClusterState:
                 racks[host.rack].append(host.name)
         return racks
 
-    def stage_released(self, job: Job, stage: int) -> bool:
-        """A stage's tasks may start once its parent stages are done: all of them for a DAG, the slowstart
-        fraction of its maps for a MapReduce job's reducers."""
+    def dependencies_met(self, job: Job, stage: int) -> bool:
+        """A stage's parent stages are done: all of their tasks for a DAG, the slowstart fraction of its maps
+        for a MapReduce job's reducers."""
         threshold = 1.0 if job.strict_precedence else self.slowstart
         return all(job.stage_fraction_done(p) >= threshold - 1e-9 for p in job.stages[stage].parents)
+
+    def stage_released(self, job: Job, stage: int) -> bool:
+        """A stage's tasks may start: once its dependencies are met, or at once under a policy that does
+        not respect precedence (its early tasks wait for their parents' outputs, holding their containers)."""
+        return not self.precedence or self.dependencies_met(job, stage)
 
     def released_stages(self, job: Job) -> list[int]:
         """The job's stages with parents that may start, in stage order (worked out again only when the

@@ -72,8 +72,11 @@ class SchedulerCore:
         self.cluster.jobs[job.job_id] = job
         pending = self.cluster.pending[job.job_id] = PendingTasks()
         rack_of, alive = self.cluster.rack_of, self.cluster.alive()
+        for stage in job.root_stages:
+            job.stage_ready_s[stage] = now
         for task in job.tasks:
             self.tasks[task.task_id] = task
+            task.queued_s = now
             pending.add(task, rack_of, alive)
         self.cluster.update_launchable(job)
         self.policy.job_arrived(job, self.cluster)
@@ -118,6 +121,11 @@ class SchedulerCore:
     def _start(self, task: Task, host: HostState, now: float) -> None:
         job = self.cluster.jobs[task.job_id]
         self.cluster.pending[job.job_id].remove(task)
+        ready = job.stage_ready_s[task.stage]
+        if ready is None:
+            job.disorders += 1  # its parents are not done: it waits for their outputs in its container
+        else:
+            task.waited_s += max(0.0, now - max(ready, task.queued_s))
         task.state, task.host, task.started_s = TaskState.RUNNING, host.name, now
         task.allocation = task.demand
         host.start(task)
@@ -144,6 +152,9 @@ class SchedulerCore:
         job.task_stopped(task)
         task.state, task.finished_s = TaskState.DONE, now
         job.stage_done[task.stage] += 1
+        for child in job.stages[task.stage].children:
+            if job.stage_ready_s[child] is None and self.cluster.dependencies_met(job, child):
+                job.stage_ready_s[child] = now
         if job.stages[task.stage].children:
             self._news.setdefault(job.job_id, ([], []))[0].append(task)
             self.cluster.update_launchable(job)  # it may have released a child stage
@@ -207,7 +218,9 @@ class SchedulerCore:
             self.cluster.hosts[source].release(task.task_id)
 
     def _requeue(self, task: Task) -> None:
+        self._end_suspension(task)
         task.state, task.host, task.started_s, task.finished_s = TaskState.PENDING, None, None, None
+        task.queued_s = self.cluster.now
         task.attempt += 1
         if task.kind is StageKind.REDUCE:
             self._told.pop(task.task_id, None)
@@ -235,7 +248,7 @@ class SchedulerCore:
                 kept = Resources(0, task.allocation.memory_mb)
                 self._suspended[task.task_id] = task.allocation
                 self._reallocate(task, job, host, kept)
-                task.state = TaskState.SUSPENDED
+                task.state, task.suspended_s = TaskState.SUSPENDED, now
             elif preemption.action == "resume":
                 self._expect(task, TaskState.SUSPENDED, "resume")
                 held = self._suspended[task.task_id]
@@ -244,6 +257,7 @@ class SchedulerCore:
                                       f"which has not {held.cores:g} cores free")
                 del self._suspended[task.task_id]
                 self._reallocate(task, job, host, held)
+                self._end_suspension(task)
                 task.state = TaskState.RUNNING
             else:
                 if task.state not in ON_HOST:
@@ -264,6 +278,12 @@ class SchedulerCore:
             self._reallocate(task, self.cluster.jobs[task.job_id], host, replace(task.allocation, cores=change.cores))
             done.append(TaskAction(task, task.attempt, task.host, "cpu_share", change.cores))
         return done
+
+    def _end_suspension(self, task: Task) -> None:
+        """A suspended task runs again or is requeued: its time suspended counts as waiting."""
+        if task.suspended_s is not None:
+            task.waited_s += self.cluster.now - task.suspended_s
+            task.suspended_s = None
 
     def _expect(self, task: Task, state: TaskState, verb: str) -> None:
         if task.state is not state:

@@ -87,6 +87,7 @@ class JobSpec:
     reduce_demand: Resources | None = None
     stages: tuple[StageSpec, ...] = ()
     queue: str = "default"  # the job group a fairness policy shares the cluster among
+    deadline_s: float | None = None  # when the job should be done (absolute run time; None: no deadline)
 
     def __post_init__(self) -> None:
         for i, stage in enumerate(self.stages):
@@ -99,6 +100,8 @@ class JobSpec:
                 raise ValueError(f"{where}: only a root stage reads input, got input_bytes={stage.input_bytes}")
             if stage.input_bytes < 0 or stage.output_bytes < 0 or stage.compute_s < 0:
                 raise ValueError(f"{where}: input_bytes, output_bytes and compute_s must not be negative")
+        if self.deadline_s is not None and self.deadline_s <= self.arrival_s:
+            raise ValueError(f"job {self.job_id}: deadline_s {self.deadline_s:g} is not after arrival_s {self.arrival_s:g}")
         if self.n_maps < 1:
             raise ValueError(f"job {self.job_id}: n_maps must be at least 1, got {self.n_maps}")
         if self.n_reduces < 0:
@@ -180,6 +183,9 @@ class Task:
     attempt: int = 0
     started_s: float | None = None
     finished_s: float | None = None
+    queued_s: float = 0.0  # when this attempt joined the pending tasks
+    suspended_s: float | None = None  # when it was last suspended, while it is
+    waited_s: float = 0.0  # time it could have run and did not (pending once runnable, suspended), all attempts
 
     def partition_for(self, consumer: "Task") -> int:
         """Bytes of this task's output that `consumer` (a task of a child stage) fetches."""
@@ -215,12 +221,16 @@ class Job:
     stage_done: list[int] = field(default_factory=list)  # finished tasks per stage
     started_s: float | None = None
     finished_s: float | None = None
+    # per stage, when its dependencies were met (roots: at arrival; None: not yet)
+    stage_ready_s: list[float | None] = field(default_factory=list)
+    disorders: int = 0  # tasks started before their parent stages were done (a DAG's dependency broken)
     maps: list[Task] = field(init=False)  # the root stages' tasks
     reduces: list[Task] = field(init=False)  # the other stages' tasks
     root_stages: list[int] = field(init=False)
 
     def __post_init__(self) -> None:
         self.stage_done = [0] * len(self.stages)
+        self.stage_ready_s = [None] * len(self.stages)
         self.root_stages = [i for i, s in enumerate(self.stages) if not s.parents]
         self.maps = [t for s in self.stages if not s.parents for t in s.tasks]
         self.reduces = [t for s in self.stages if s.parents for t in s.tasks]
@@ -248,6 +258,16 @@ class Job:
 
     def stage_fraction_done(self, stage: int) -> float:
         return self.stage_done[stage] / len(self.stages[stage].tasks)
+
+    def parents_done(self, stage: int) -> bool:
+        """Every task of the stage's parent stages has finished."""
+        return all(self.stage_done[p] == len(self.stages[p].tasks) for p in self.stages[stage].parents)
+
+    @property
+    def waited_s(self) -> float:
+        """The job's waiting time: the mean over its tasks of the time each could have run and did not."""
+        tasks = self.tasks
+        return sum(t.waited_s for t in tasks) / len(tasks)
 
     def task_started(self, task: Task) -> None:
         self.n_running += 1

@@ -15,7 +15,9 @@ A policy answers the scheduler's questions; it never talks to workers, the netwo
 - `preempt(cluster)`: running tasks to suspend (frozen where they are, holding their container and memory),
   suspended ones to resume, tasks to kill (to run again from scratch); asked before every round of launches.
 - `cpu_shares(cluster)`: new CPU shares (cores) for running tasks, applied while they run.
-Both default to nothing, so policies that never preempt need not know of them. Policies register under
+Both default to nothing, so policies that never preempt need not know of them. A policy with
+`respects_precedence = False` may start a DAG stage's tasks before their parent stages are done (each such
+start is a dependency-order violation, a disorder, counted per job). Policies register under
 the entry point group `hybridbed.policies`; a third-party package adds one without touching hybridbed.
 """
 from __future__ import annotations
@@ -54,6 +56,7 @@ class Policy:
     name: ClassVar[str]
     summary: ClassVar[str]
     default_slowstart: ClassVar[float] = 0.05  # YARN's mapreduce.job.reduce.slowstart.completedmaps
+    respects_precedence: ClassVar[bool] = True
 
     def plan(self, jobs: list[JobSpec], cluster: ClusterState) -> None:
         """Offline planning; the default has nothing to plan."""

@@ -11,13 +11,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from hybridbed.scheduler.cluster import ClusterState
 from hybridbed.scheduler.core import TaskAction
 from hybridbed.scheduler.locality import locality_of
-from hybridbed.scheduler.model import Job, Task
+from hybridbed.scheduler.model import Job, Task, TaskState
 from hybridbed.scheduler.policy import Policy
 
 JOB_FIELDS = ["job_id", "arrival_s", "start_s", "finish_s", "jct_s", "recurring", "n_maps", "n_reduces",
-              "input_bytes", "shuffle_bytes", "output_bytes"]
+              "input_bytes", "shuffle_bytes", "output_bytes", "wait_s", "disorders", "deadline_s", "met_deadline"]
 TASK_FIELDS = ["task_id", "job_id", "kind", "attempt", "host", "rack", "locality", "start_s", "finish_s",
                "read_local_bytes", "read_remote_bytes", "fetched_bytes", "written_bytes"]
 USAGE_FIELDS = ["time_s", "host", "running_tasks", "cpu_percent", "rss_mb", "io_read_mbps", "io_write_mbps",
@@ -25,6 +26,8 @@ USAGE_FIELDS = ["time_s", "host", "running_tasks", "cpu_percent", "rss_mb", "io_
 FLOW_FIELDS = ["task_id", "attempt", "kind", "src_host", "dst_host", "src_rack", "dst_rack", "bytes", "start_s", "end_s"]
 FLOW_PATH_FIELDS = FLOW_FIELDS + ["path"]  # flows.csv once each flow's path is known
 ACTION_FIELDS = ["time_s", "task_id", "attempt", "host", "action", "cores"]  # preemptions and CPU share changes
+ALLOCATION_FIELDS = ["time_s", "running_tasks", "suspended_tasks", "pending_tasks", "cores_allocated",
+                     "memory_allocated"]  # the scheduler's view of the cluster over time
 OCS_EVENT_FIELDS = ["seq", "reason", "requested_s", "dark_from_s", "dark_until_s", "done_s", "configured_delay_ms",
                     "circuits_before", "circuits_after"]
 
@@ -71,10 +74,44 @@ def action_row(action: TaskAction, now: float) -> dict:
 
 def job_row(job: Job) -> dict:
     spec = job.spec
+    deadline = spec.deadline_s
     return {"job_id": job.job_id, "arrival_s": spec.arrival_s, "start_s": round(job.started_s, 3),
             "finish_s": round(job.finished_s, 3), "jct_s": round(job.finished_s - spec.arrival_s, 3),
             "recurring": spec.recurring, "n_maps": spec.n_maps, "n_reduces": spec.n_reduces,
-            "input_bytes": spec.input_bytes, "shuffle_bytes": spec.shuffle_bytes, "output_bytes": spec.output_bytes}
+            "input_bytes": spec.input_bytes, "shuffle_bytes": spec.shuffle_bytes, "output_bytes": spec.output_bytes,
+            "wait_s": round(job.waited_s, 3), "disorders": job.disorders,
+            "deadline_s": "" if deadline is None else round(deadline, 3),
+            "met_deadline": "" if deadline is None else job.finished_s <= deadline}
+
+
+class AllocationTimeline:
+    """allocation.csv: what the scheduler has handed out over time (tasks running, suspended, pending; the
+    live hosts' cores and memory allocated, as fractions), a row whenever it changed, at most one per
+    `interval_s` of run time, and the last state at the end."""
+
+    def __init__(self, path: Path, interval_s: float = 1.0):
+        self.log = CsvLog(path, ALLOCATION_FIELDS, flush_interval_s=1.0)
+        self.interval_s = interval_s
+        self._last_time = -math.inf
+        self._last: tuple | None = None
+
+    def record(self, cluster: ClusterState, now: float, final: bool = False) -> None:
+        if now < self._last_time + self.interval_s and not final:
+            return
+        live = [h for h in cluster.hosts.values() if h.alive]
+        tasks = [t for h in live for t in h.running.values()]
+        suspended = sum(1 for t in tasks if t.state is TaskState.SUSPENDED)
+        cores = sum(h.capacity.cores for h in live)
+        memory = sum(h.capacity.memory_mb for h in live)
+        state = (len(tasks) - suspended, suspended, sum(len(p) for p in cluster.pending.values()),
+                 round(sum(h.used.cores for h in live) / cores, 4) if cores else 0.0,
+                 round(sum(h.used.memory_mb for h in live) / memory, 4) if memory else 0.0)
+        if state != self._last or final:
+            self.log.write({"time_s": round(now, 3), **dict(zip(ALLOCATION_FIELDS[1:], state))})
+            self._last, self._last_time = state, now
+
+    def close(self) -> None:
+        self.log.close()
 
 
 def write_plan(out_dir: Path, policy: Policy) -> None:
@@ -131,8 +168,35 @@ def summarize(out_dir: Path, jobs_total: int, status: str, started_at: float | N
         summary.update({"preemptions": int(taken.get("suspend", 0) + taken.get("kill", 0)),
                         "suspensions": int(taken.get("suspend", 0)), "kills": int(taken.get("kill", 0)),
                         "cpu_share_changes": int(taken.get("cpu_share", 0))})
+    summary.update(_dependency_and_deadline_totals(jobs, summary["makespan_s"]))
+    allocation = out_dir / "allocation.csv"
+    if allocation.exists():
+        summary["cores_allocated_mean"] = _time_weighted_mean(pd.read_csv(allocation), "cores_allocated")
     if started_at is not None:
         summary["started_at_unix"] = started_at
     (out_dir / "summary.json").write_text(json.dumps(
         {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in summary.items()}, indent=2))
     return summary
+
+
+def _dependency_and_deadline_totals(jobs: pd.DataFrame, makespan_s: float | None) -> dict:
+    """Disorders, mean job waiting time, and the jobs that met their deadlines (DSP's throughput: per minute
+    of the run)."""
+    totals: dict = {"disorders": int(jobs["disorders"].sum()) if len(jobs) else 0,
+                    "job_wait_mean_s": float(jobs["wait_s"].mean()) if len(jobs) else None}
+    dated = jobs[jobs["deadline_s"].notna()] if len(jobs) else jobs
+    if len(dated):
+        met = int((dated["met_deadline"].astype(str) == "True").sum())
+        totals.update({"deadlines_met": met, "deadline_jobs": int(len(dated)),
+                       "deadline_throughput_per_min": met / (makespan_s / 60) if makespan_s else None})
+    return totals
+
+
+def _time_weighted_mean(timeline: pd.DataFrame, column: str) -> float | None:
+    """A step function's mean over its rows' span: each value holds until the next row."""
+    if len(timeline) < 2:
+        return None
+    times = timeline["time_s"].to_numpy(dtype=float)
+    values = timeline[column].to_numpy(dtype=float)[:-1]
+    span = times[-1] - times[0]
+    return float((values * np.diff(times)).sum() / span) if span > 0 else None

@@ -24,8 +24,9 @@ from hybridbed.controller.client import ControllerError, FabricClient
 from hybridbed.scheduler.channel import Channel
 from hybridbed.scheduler.core import Launch, ShuffleNotice, TaskAction
 from hybridbed.scheduler.model import Job, StageKind, Task, build_job, partition_name
-from hybridbed.scheduler.results import (ACTION_FIELDS, FLOW_FIELDS, JOB_FIELDS, TASK_FIELDS, USAGE_FIELDS, CsvLog,
-                                         action_row, job_row, summarize, task_row, write_plan)
+from hybridbed.scheduler.results import (ACTION_FIELDS, FLOW_FIELDS, JOB_FIELDS, TASK_FIELDS, USAGE_FIELDS,
+                                         AllocationTimeline, CsvLog, action_row, job_row, summarize, task_row,
+                                         write_plan)
 from hybridbed.scheduler.transfers import network_cap_mbps
 from hybridbed.testbed.scenario import Scenario
 from hybridbed.workers.task import write_bytes
@@ -55,6 +56,7 @@ class SchedulerServer:
         self.flows_log = CsvLog(out_dir / "flows.csv", FLOW_FIELDS)
         self.usage_log = CsvLog(out_dir / "usage.csv", USAGE_FIELDS)
         self.actions_log = CsvLog(out_dir / "preemptions.csv", ACTION_FIELDS)
+        self.allocation = AllocationTimeline(out_dir / "allocation.csv")
         self.task_stats: dict[tuple[str, int], dict] = {}
 
     # connections ----------------------------------------------------------------------------------
@@ -111,6 +113,7 @@ class SchedulerServer:
                 self._check_heartbeats()
                 self._carry_out(self.core.act(self._now()))
                 self._dispatch(self.core.schedule(self._now()), self.core.shuffle_notices())
+                self.allocation.record(self.cluster, self._now())
                 if self._now() >= next_hint:
                     self._hint_ocs()
                     next_hint = self._now() + HINT_INTERVAL_S
@@ -124,7 +127,9 @@ class SchedulerServer:
                     channel.send({"op": "shutdown"})
                 except OSError:
                     pass
-            for log_file in (self.jobs_log, self.tasks_log, self.flows_log, self.usage_log, self.actions_log):
+            self.allocation.record(self.cluster, self._now(), final=True)
+            for log_file in (self.jobs_log, self.tasks_log, self.flows_log, self.usage_log, self.actions_log,
+                             self.allocation):
                 log_file.close()
             write_plan(self.out_dir, self.policy)  # again: per-job plans made as jobs arrived
             summarize(self.out_dir, total, status, started_at=self.t0)

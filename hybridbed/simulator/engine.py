@@ -28,7 +28,7 @@ import numpy as np
 from hybridbed.controller.circuits import combined_demand
 from hybridbed.scheduler.core import SchedulerCore, TaskAction
 from hybridbed.scheduler.model import JobSpec, StageKind, Task, build_job
-from hybridbed.scheduler.results import CsvLog, action_row, job_row, task_row
+from hybridbed.scheduler.results import AllocationTimeline, CsvLog, action_row, job_row, task_row
 from hybridbed.scheduler.transfers import connection_cap_mbps
 from hybridbed.simulator.fabric import MBPS_TO_BYTES_S, FabricLinks, SimulatedOcs
 from hybridbed.simulator.flows import FINISH_TOLERANCE_S, Flow, FlowTable
@@ -77,6 +77,7 @@ class ResultLogs:
     flows: CsvLog
     ocs_events: CsvLog
     actions: CsvLog
+    allocation: AllocationTimeline
 
 
 class Simulation:
@@ -129,6 +130,7 @@ class Simulation:
                 _, _, kind, payload = heapq.heappop(self._timed)
                 self._handle(kind, payload)
             self._decide()
+            self.logs.allocation.record(self.cluster, self.now)
             self.flows.settle()
             self.events += 1
             if on_progress is not None and time.monotonic() - reported >= PROGRESS_INTERVAL_S:

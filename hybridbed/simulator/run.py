@@ -1,7 +1,7 @@
 """One simulated run of a scenario under one policy, into a results directory like an emulated run's.
 
 The directory gets the resolved scenario first, then jobs.csv, tasks.csv, flows.csv (with each flow's
-path) and ocs_events.csv as the simulation goes (flushed at least every second of wall-clock time),
+path), ocs_events.csv, preemptions.csv and allocation.csv as the simulation goes (flushed at least every second of wall-clock time),
 plan.csv, and summary.json at the end, also when the run fails. Times are simulated seconds.
 """
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Callable
 
 from hybridbed.scheduler.core import PolicyError
-from hybridbed.scheduler.results import (ACTION_FIELDS, FLOW_PATH_FIELDS, JOB_FIELDS, OCS_EVENT_FIELDS, TASK_FIELDS, CsvLog,
-                                         add_uplink_totals, summarize, write_plan)
+from hybridbed.scheduler.results import (ACTION_FIELDS, FLOW_PATH_FIELDS, JOB_FIELDS, OCS_EVENT_FIELDS, TASK_FIELDS,
+                                         AllocationTimeline, CsvLog, add_uplink_totals, summarize, write_plan)
 from hybridbed.simulator.engine import ResultLogs, Simulation, SimulationTimeout
 from hybridbed.testbed.backends import Progress, RunFailed
 from hybridbed.testbed.scenario import Scenario
@@ -28,7 +28,8 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
     specs = scenario.build_workload()
     logs = ResultLogs(*(CsvLog(out_dir / name, fields, FLUSH_INTERVAL_S) for name, fields in (
         ("jobs.csv", JOB_FIELDS), ("tasks.csv", TASK_FIELDS), ("flows.csv", FLOW_PATH_FIELDS),
-        ("ocs_events.csv", OCS_EVENT_FIELDS), ("preemptions.csv", ACTION_FIELDS))))
+        ("ocs_events.csv", OCS_EVENT_FIELDS), ("preemptions.csv", ACTION_FIELDS))),
+                      AllocationTimeline(out_dir / "allocation.csv"))
     simulation = Simulation(scenario, logs)
     status, started = "failed", time.perf_counter()
     planning_s = 0.0
@@ -41,7 +42,8 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
     except (SimulationTimeout, PolicyError) as err:
         raise RunFailed(str(err)) from err
     finally:
-        for log in (logs.jobs, logs.tasks, logs.flows, logs.ocs_events, logs.actions):
+        logs.allocation.record(simulation.cluster, simulation.now, final=True)
+        for log in (logs.jobs, logs.tasks, logs.flows, logs.ocs_events, logs.actions, logs.allocation):
             log.close()
         write_plan(out_dir, simulation.policy)  # again: per-job plans made as jobs arrived
         summarize(out_dir, len(specs), status)

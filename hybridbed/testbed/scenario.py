@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hybridbed.scheduler.cluster import ClusterState, HostState, NetworkView
 from hybridbed.scheduler.core import SchedulerCore
+from hybridbed.scheduler.dag_paths import with_deadlines
 from hybridbed.scheduler.dag_workload import DagShape, dag_jobs
 from hybridbed.scheduler.model import JobSpec, Resources
 from hybridbed.scheduler.policy import UnknownPolicy, make_policy, registered_policies
@@ -142,6 +143,17 @@ class WorkloadSpec(_Strict):
     suite: SuiteSpec = SuiteSpec()
     dag: DagSpec = DagSpec()
     predictions: PredictionSpec = PredictionSpec()
+    deadline_slack: tuple[float, float] | None = Field(
+        default=None, description="give every job a deadline: its arrival plus its critical path times a factor "
+        "drawn uniformly from [low, high] (None: no deadlines)")
+
+    @model_validator(mode="after")
+    def _slack_sane(self) -> "WorkloadSpec":
+        if self.deadline_slack is not None:
+            low, high = self.deadline_slack
+            if not 1 <= low <= high:
+                raise ValueError(f"deadline_slack must be [low, high] with 1 <= low <= high, got [{low:g}, {high:g}]")
+        return self
 
     @model_validator(mode="after")
     def _trace_given(self) -> "WorkloadSpec":
@@ -247,7 +259,7 @@ class Scenario(_Strict):
         capacity = self.host_capacity()
         cluster = ClusterState(self.fabric.racks, {
             name: HostState(name, rack, w.slots_per_host, capacity) for name, rack in host_racks.items()
-        }, slowstart, network=self.network_view())
+        }, slowstart, network=self.network_view(), precedence=policy.respects_precedence)
         return SchedulerCore(policy, cluster, random.Random(self.seed), s.replicas)
 
     def host_capacity(self) -> Resources:
@@ -261,6 +273,13 @@ class Scenario(_Strict):
 
     def build_workload(self) -> list[JobSpec]:
         """The jobs of this scenario, at the emulated scale; the same seed gives the same jobs."""
+        specs = self._generate_jobs()
+        if self.workload.deadline_slack is not None:  # their own random stream: the jobs stay the same
+            specs = with_deadlines(specs, random.Random(f"deadlines-{self.seed}"), self.workload.deadline_slack,
+                                   self.container())
+        return specs
+
+    def _generate_jobs(self) -> list[JobSpec]:
         rng = random.Random(self.seed)
         w = self.workload
         if w.source in ("tetris-suite", "dag"):

@@ -12,7 +12,8 @@ from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.dag_workload import DagShape, dag_jobs
 from hybridbed.scheduler.model import Resources, StageSpec, TaskState, build_job, dag_spec
-from hybridbed.scheduler.policies.dag_order import BfsPolicy, CriticalPathPolicy, stage_critical_paths, stage_levels
+from hybridbed.scheduler.dag_paths import stage_critical_paths, stage_levels
+from hybridbed.scheduler.policies.dag_order import BfsPolicy, CriticalPathPolicy
 from hybridbed.scheduler.policies.dagps import DagpsPolicy
 from hybridbed.scheduler.policies.fair import FairPolicy
 from hybridbed.scheduler.policy import Policy

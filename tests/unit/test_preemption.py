@@ -130,7 +130,7 @@ def simulate_one_task(tmp_path, script: list[tuple[float, str, float | None]], o
                       writes: bool = False) -> float:
     """One 4-second task alone in a simulated cluster, the policy acting on it as `script` says; returns when
     the task finished. `writes`: it also writes 8 MB to a 1 MB/s disk (8 s, alongside its compute)."""
-    from hybridbed.scheduler.results import ACTION_FIELDS, TASK_FIELDS, CsvLog
+    from hybridbed.scheduler.results import ACTION_FIELDS, TASK_FIELDS, AllocationTimeline, CsvLog
     from hybridbed.simulator.engine import ResultLogs, Simulation
     from hybridbed.testbed.scenario import Scenario
 
@@ -140,12 +140,13 @@ def simulate_one_task(tmp_path, script: list[tuple[float, str, float | None]], o
                     "disk_read_mbps_per_host": 8 if writes else 0, "disk_write_mbps_per_host": 8 if writes else 0},
         "scheduler": {"policy": "fifo"}})
     logs = ResultLogs(*(CsvLog(tmp_path / f"{name}.csv", fields) for name, fields in (
-        ("jobs", ["job_id"]), ("tasks", TASK_FIELDS), ("flows", ["task_id"]), ("ocs", ["seq"]), ("actions", ACTION_FIELDS))))
+        ("jobs", ["job_id"]), ("tasks", TASK_FIELDS), ("flows", ["task_id"]), ("ocs", ["seq"]), ("actions", ACTION_FIELDS))),
+                      AllocationTimeline(tmp_path / "allocation.csv"))
     simulation = Simulation(scenario, logs)
     simulation.core.policy = OnTheClock(script)
     output = 8_000_000 if writes else 0
     simulation.run([JobSpec("j", 0.0, 10, 0, output, 1, 0, 4.0, 0.0, map_demand=Resources(1, 256))])
-    for log in (logs.jobs, logs.tasks, logs.flows, logs.ocs_events, logs.actions):
+    for log in (logs.jobs, logs.tasks, logs.flows, logs.ocs_events, logs.actions, logs.allocation):
         log.close()
     return simulation.core.finished[0].finished_s
 
