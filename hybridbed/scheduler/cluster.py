@@ -103,7 +103,7 @@ class ClusterState:
     rack_hosts: dict[int, list[str]] = field(init=False)  # every host of each rack, live or not
     _dead_racks: set[int] = field(init=False)
     _capacity: Resources = field(init=False)
-    _released: dict[str, tuple[tuple[int, ...], list[int]]] = field(init=False, default_factory=dict)
+    _released: dict[str, tuple[tuple, list[int]]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rack_of = {name: host.rack for name, host in self.hosts.items()}
@@ -175,14 +175,18 @@ class ClusterState:
         return all(job.stage_fraction_done(p) >= threshold - 1e-9 for p in job.stages[stage].parents)
 
     def stage_released(self, job: Job, stage: int) -> bool:
-        """A stage's tasks may start: once its dependencies are met, or at once under a policy that does
-        not respect precedence (its early tasks wait for their parents' outputs, holding their containers)."""
-        return not self.precedence or self.dependencies_met(job, stage)
+        """A stage's tasks may start: once its dependencies are met, or, under a policy that does not respect
+        precedence, once every task of its parent stages has started (its tasks then wait for their parents'
+        outputs in their containers; parents still pending could find every container taken by them)."""
+        if self.dependencies_met(job, stage):
+            return True
+        pending = self.pending[job.job_id].stages
+        return not self.precedence and not any(p in pending and pending[p].tasks for p in job.stages[stage].parents)
 
     def released_stages(self, job: Job) -> list[int]:
         """The job's stages with parents that may start, in stage order (worked out again only when the
-        job's finished tasks changed: policies ask at every decision)."""
-        done = tuple(job.stage_done)
+        job's finished tasks, or without precedence its pending ones, changed: policies ask at every decision)."""
+        done = (tuple(job.stage_done), self.precedence or len(self.pending[job.job_id]))
         cached = self._released.get(job.job_id)
         if cached is None or cached[0] != done:
             if len(self._released) > 4 * len(self.jobs) + 64:  # drop finished jobs now and then

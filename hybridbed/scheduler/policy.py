@@ -16,8 +16,8 @@ A policy answers the scheduler's questions; it never talks to workers, the netwo
   suspended ones to resume, tasks to kill (to run again from scratch); asked before every round of launches.
 - `cpu_shares(cluster)`: new CPU shares (cores) for running tasks, applied while they run.
 Both default to nothing, so policies that never preempt need not know of them. A policy with
-`respects_precedence = False` may start a DAG stage's tasks before their parent stages are done (each such
-start is a dependency-order violation, a disorder, counted per job). Policies register under
+`respects_precedence = False` may start a DAG stage's tasks once their parent tasks have started, before they
+are done (each such start is a dependency-order violation, a disorder, counted per job). Policies register under
 the entry point group `hybridbed.policies`; a third-party package adds one without touching hybridbed.
 """
 from __future__ import annotations

@@ -167,3 +167,11 @@ class TetrisPolicy(Policy):
                 promoted = job.stage_done[i] >= self.barrier * len(job.stages[i].tasks)
                 found.append(Candidate(job, i, value * (1 - self.remote_penalty) if remote else value, work, promoted))
         return found
+
+
+class TetrisNoDependenciesPolicy(TetrisPolicy):
+    """DSP's TetrisW/oDep baseline: Tetris blind to the DAG, so a stage's tasks may start as soon as their
+    parent tasks have (they hold their containers waiting for the parents' outputs; each is a disorder)."""
+    name = "tetris-nodep"
+    summary = "Tetris without dependency handling: child stages start before their parents are done"
+    respects_precedence = False

@@ -1,0 +1,52 @@
+"""An Aalo-like task scheduler (Chowdhury and Stoica, SIGCOMM'15), DSP's makespan baseline (§V): a job is
+a coflow and its tasks its flows. Jobs sit in priority queues by the service they have attained (D-CLAS:
+queue k holds jobs with attained service in [Q·E^(k-1), Q·E^k), the last queue everything beyond), a
+higher queue is served first (strict priority, as PIAS coordinates its queues), first in, first out within
+a queue, so a job sinks as it receives service and short jobs finish first without knowing job sizes.
+Service is counted in core-seconds (the task's cores times its duration at its allotted rates for every
+finished task, times the time it has run so far for every running one), as Aalo counts bytes sent.
+No deadlines, no preemption; a job's runnable stages go breadth-first, the first task that fits the host's
+cores and memory starts, as in the Tez baselines.
+"""
+from __future__ import annotations
+
+import math
+
+from hybridbed.scheduler.cluster import ClusterState
+from hybridbed.scheduler.dag_paths import stage_levels
+from hybridbed.scheduler.model import Job, TaskState
+from hybridbed.scheduler.policies.dag_order import StageOrderPolicy
+from hybridbed.scheduler.transfers import expected_duration_s
+
+
+class AaloPolicy(StageOrderPolicy):
+    name = "aalo"
+    summary = "Aalo-like: jobs in priority queues by attained service (D-CLAS), FIFO within a queue"
+
+    def __init__(self, queues: int = 10, first_queue_core_s: float = 20.0, multiplier: float = 10.0):
+        if queues < 1:
+            raise ValueError(f"queues must be at least 1, got {queues}")
+        if first_queue_core_s <= 0 or multiplier <= 1:
+            raise ValueError(f"first_queue_core_s must be positive and multiplier above 1, got "
+                             f"{first_queue_core_s:g} and {multiplier:g}")
+        super().__init__()
+        self.queues, self.first_queue_core_s, self.multiplier = queues, first_queue_core_s, multiplier
+
+    def ranks(self, job: Job) -> list[float]:
+        return [float(level) for level in stage_levels(job)]
+
+    def attained_core_s(self, job: Job, now: float) -> float:
+        done = sum(n * stage.tasks[0].demand.cores * expected_duration_s(stage.tasks[0])
+                   for stage, n in zip(job.stages, job.stage_done) if n)
+        running = sum(t.allocation.cores * (now - t.started_s) for t in job.tasks if t.state is TaskState.RUNNING)
+        return done + running
+
+    def queue_of(self, job: Job, now: float) -> int:
+        service = self.attained_core_s(job, now)
+        if service < self.first_queue_core_s:
+            return 0
+        return min(self.queues - 1, 1 + int(math.log(service / self.first_queue_core_s, self.multiplier)))
+
+    def job_order(self, cluster: ClusterState) -> list[Job]:
+        return sorted(cluster.launchable.values(),
+                      key=lambda j: (self.queue_of(j, cluster.now), j.spec.arrival_s, j.job_id))

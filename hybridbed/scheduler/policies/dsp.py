@@ -1,0 +1,455 @@
+"""DSP (Liu et al., "Leveraging dependency in scheduling and preemption for high throughput in
+data-parallel clusters"): a plan per unit period, then dependency-aware preemption every epoch; and the
+preemption baselines of its evaluation (§V), which start from the same plan.
+
+Plan (§III): every `period_s` the pending tasks get a target host and a start time
+(`planning.dsp_schedule`: a time-indexed MILP with HiGHS under a time limit, the list schedule when it has
+nothing better); a job arriving between periods is list-scheduled into the plan at once. Each host serves
+its queue in planned start order, a task once its parent stages are done; a host whose queue has nothing
+it can start takes the earliest planned task another host has not started (work conservation; the paper
+leaves idle hosts unsaid).
+
+Preemption (§IV, Alg. 1), every `epoch_s`, on each host that lacks the cores for a waiting task of its
+queue: priorities by Eqs. 12-13 (`planning.dsp`) over each job's unfinished tasks; running tasks whose
+allowable wait exceeds the epoch may be suspended. First every urgent waiting task (allowable wait ≤ ε) or
+one that has waited τ or more suspends the lowest-priority running task it does not depend on; then the
+first δ of the waiting tasks each suspend the lowest-priority running task when the difference of their
+priorities is over ρ times the mean gap between neighbouring priorities (the normalised rule, P̂ > ρ·P̄).
+A suspended task keeps its container and memory and resumes, after the recovery overhead, when its host
+has cores again, before that host starts anything new. Values the paper leaves open, chosen here:
+ε = one epoch (a task that cannot wait another epoch is urgent), ρ = 2, τ = 0.05 of the unit period (the
+paper's 0.05 read in units of the period: 0.05 s would make every waiting task preempt at every epoch),
+epoch 2 s; a task started or resumed within the last epoch is not preempted (no ping-pong). Deadlines come
+from the workload (`workload.deadline_slack`); a job without one gets twice its critical path.
+
+Baselines (same plan and dispatch, other preemption; none checks dependencies, so a waiting task may
+preempt for a child whose parents are not done, which starts early and waits for them: a disorder):
+- `dsp-nopp`: DSP without the normalised rule (DSPW/oPP);
+- `amoeba`: the longest remaining time has the lowest priority; suspend;
+- `natjam`: production jobs (deadline within `production_slack` × critical path) preempt research jobs;
+  the victim has the most cores, then the latest deadline, then the least remaining time; suspend;
+- `srpt`: priority α·waited − β·remaining (α 0.5, β 1); no checkpoint: the victim is killed, restarting
+  from scratch.
+A task started early that waits for a suspended parent on its host gives its cores back to it (else the
+two would wait for each other).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import networkx as nx
+
+from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.dag_paths import stage_critical_paths, stage_levels
+from hybridbed.scheduler.model import Job, Task, TaskState
+from hybridbed.scheduler.planning import dsp as priorities_model
+from hybridbed.scheduler.planning.dsp_schedule import PlanHost, PlanTask, plan
+from hybridbed.scheduler.policy import Policy, Preemption
+from hybridbed.scheduler.transfers import expected_duration_s
+
+MIN_LEFT_S = 1e-3
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    deadline_s: float
+    levels: list[int]  # per stage
+    ancestors: list[set[int]]  # per stage: the stages it depends on, directly or not
+    production: bool  # Natjam's class: a deadline within production_slack x its critical path
+
+
+@dataclass
+class Budget:
+    """What a host can give a preempting task in this round: free cores, memory, containers."""
+    cores: float
+    memory_mb: float
+    slots: int
+
+    def admits(self, task: Task, freed_cores: float = 0.0) -> bool:
+        return (self.cores + freed_cores >= task.demand.cores - 1e-9 and self.memory_mb >= task.demand.memory_mb - 1e-9
+                and self.slots >= 1)
+
+    def take(self, task: Task, freed_cores: float = 0.0) -> None:
+        self.cores += freed_cores - task.demand.cores
+        self.memory_mb -= task.demand.memory_mb
+        self.slots -= 1
+
+
+class DspPolicy(Policy):
+    name = "dsp"
+    summary = "DSP: MILP plan per unit period, dependency-aware preemption (Alg. 1) every epoch"
+    respects_precedence = False  # the core lets a preempting task start early; DSP's own rules never do
+    action = "suspend"
+
+    def __init__(self, period_s: float = 60.0, epoch_s: float = 2.0, milp_time_limit_s: float = 5.0,
+                 buckets: int = 12, delta: float = 0.35, tau_periods: float = 0.05, rho: float = 2.0,
+                 gamma: float = priorities_model.GAMMA, omega: tuple[float, float, float] = priorities_model.OMEGA,
+                 epsilon_s: float | None = None, default_slack: float = 2.0, production_slack: float = 2.0):
+        for name, value in (("period_s", period_s), ("epoch_s", epoch_s), ("buckets", buckets),
+                            ("default_slack", default_slack), ("production_slack", production_slack)):
+            if value <= 0:
+                raise ValueError(f"{name} must be positive, got {value}")
+        if milp_time_limit_s < 0:
+            raise ValueError(f"milp_time_limit_s must not be negative (0: list scheduling only), got {milp_time_limit_s}")
+        if not 0 < delta <= 1 or tau_periods < 0 or rho < 1 or not 0 < gamma < 1:
+            raise ValueError(f"need 0 < delta <= 1, tau_periods >= 0, rho >= 1, 0 < gamma < 1; got delta={delta}, "
+                             f"tau_periods={tau_periods}, rho={rho}, gamma={gamma}")
+        self.period_s, self.epoch_s = period_s, epoch_s
+        self.milp_time_limit_s, self.buckets = milp_time_limit_s, buckets
+        self.delta, self.tau_s, self.rho = delta, tau_periods * period_s, rho
+        self.gamma, self.omega = gamma, tuple(omega)
+        self.epsilon_s = epoch_s if epsilon_s is None else epsilon_s
+        self.default_slack, self.production_slack = default_slack, production_slack
+        self._info: dict[str, JobInfo] = {}
+        self._planned: dict[str, tuple[str, float]] = {}  # task -> (host, start)
+        self._queues: dict[str, list[Task]] = {}  # host -> its planned tasks, by start
+        self._order: list[Task] = []  # every planned task, by start
+        self._replan = False  # a job arrived: list-schedule it into the plan
+        self._next_period = 0.0
+        self._next_epoch = 0.0
+        self._promised: dict[str, list[Task]] = {}  # host -> tasks to start there, for which others were preempted
+        self._quiet_until: dict[str, float] = {}  # task -> not preempted before
+        self._periods: list[dict] = []
+        self._acted: set[str] = set()  # tasks suspended or resumed in this round: not victims again
+
+    # planning -------------------------------------------------------------------------------------
+    def job_arrived(self, job: Job, cluster: ClusterState) -> None:
+        for done in [j for j in self._info if j in cluster.finished]:
+            del self._info[done]
+        path = max(stage_critical_paths(job))
+        spec = job.spec
+        deadline = spec.deadline_s if spec.deadline_s is not None else spec.arrival_s + self.default_slack * path
+        graph = nx.DiGraph()
+        graph.add_nodes_from(range(len(job.stages)))
+        graph.add_edges_from((p, i) for i, stage in enumerate(job.stages) for p in stage.parents)
+        self._info[job.job_id] = JobInfo(deadline, stage_levels(job), [nx.ancestors(graph, i) for i in graph],
+                                         deadline - spec.arrival_s <= self.production_slack * path)
+        self._replan = True
+
+    def _plan(self, cluster: ClusterState, use_milp: bool) -> None:
+        now = cluster.now
+        started = time.perf_counter()
+        tasks, keyed = [], {}
+        for job in sorted(cluster.jobs.values(), key=lambda j: (j.spec.arrival_s, j.job_id)):
+            info = self._info[job.job_id]
+            pending = [t for t in job.tasks if t.state is TaskState.PENDING]
+            pending.sort(key=lambda t: (info.levels[t.stage], t.stage, t.index))
+            groups = {t.stage for t in pending}
+            for task in pending:
+                parents = job.stages[task.stage].parents
+                ready = max([now] + [self._expected_end(s, now) for p in parents for s in job.stages[p].tasks
+                                     if s.state in (TaskState.RUNNING, TaskState.SUSPENDED)])
+                tasks.append(PlanTask(task.task_id, job.job_id, f"{job.job_id}/{task.stage}",
+                                      tuple(f"{job.job_id}/{p}" for p in parents if p in groups),
+                                      expected_duration_s(task), task.demand.cores, ready, info.deadline_s))
+                keyed[task.task_id] = task
+        hosts = [PlanHost(h.name, h.capacity.cores, h.slots,
+                          tuple((self._expected_end(t, now), t.allocation.cores) for t in h.running.values()))
+                 for h in cluster.hosts.values() if h.alive]
+        schedule = plan(tasks, hosts, now, self.milp_time_limit_s if use_milp else 0.0, self.buckets)
+        self._planned = schedule.starts
+        self._order = sorted(keyed.values(), key=lambda t: (schedule.starts[t.task_id][1], t.task_id))
+        self._queues = {}
+        for task in self._order:
+            self._queues.setdefault(schedule.starts[task.task_id][0], []).append(task)
+        if use_milp:
+            self._periods.append({"time_s": round(now, 3), "tasks": len(tasks), "solver": schedule.solver,
+                                  "objective_s": round(schedule.objective, 3),
+                                  "wall_s": round(time.perf_counter() - started, 3)})
+
+    def plan_rows(self) -> list[dict]:
+        return self._periods
+
+    @staticmethod
+    def _expected_end(task: Task, now: float) -> float:
+        return now + DspPolicy._remaining_s(task, now)
+
+    @staticmethod
+    def _remaining_s(task: Task, now: float) -> float:
+        """Time the task still needs at its allotted rates (its run so far subtracted)."""
+        total = expected_duration_s(task)
+        if task.state is TaskState.RUNNING:
+            return max(total - (now - task.started_s), MIN_LEFT_S)
+        if task.state is TaskState.SUSPENDED:
+            return max(total - (task.suspended_s - task.started_s), MIN_LEFT_S)
+        return total
+
+    # dispatch -------------------------------------------------------------------------------------
+    def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
+        if host.free_slots <= 0:
+            return None
+        promised = self._promised.get(host.name)
+        while promised:
+            task = promised[0]
+            job = cluster.jobs.get(task.job_id)
+            if task.state is not TaskState.PENDING or not cluster.stage_released(job, task.stage):
+                promised.pop(0)  # started elsewhere, or a parent it was to wait for was killed
+                continue
+            if not host.can_run(task):
+                return None  # its victims' cores are on their way back
+            promised.pop(0)
+            return self._starting(task, cluster.now)
+        for queue in (self._queues.get(host.name, []), self._order):  # its own queue, then any host's
+            for task in queue:
+                if task.state is TaskState.PENDING and self._may_start(task, cluster) and host.can_run(task):
+                    return self._starting(task, cluster.now)
+        return None
+
+    def _may_start(self, task: Task, cluster: ClusterState) -> bool:
+        job = cluster.jobs.get(task.job_id)
+        return job is not None and cluster.dependencies_met(job, task.stage)
+
+    def _starting(self, task: Task, now: float) -> Task:
+        self._quiet_until[task.task_id] = now + self.epoch_s
+        return task
+
+    # preemption -----------------------------------------------------------------------------------
+    def preempt(self, cluster: ClusterState) -> list[Preemption]:
+        now = cluster.now
+        if now >= self._next_period and cluster.jobs:
+            self._plan(cluster, use_milp=True)
+            self._next_period, self._replan = now + self.period_s, False
+        elif self._replan:
+            self._plan(cluster, use_milp=False)
+            self._replan = False
+        actions: list[Preemption] = []
+        self._acted = set()
+        budgets = {h.name: Budget(h.free.cores, h.free.memory_mb, h.free_slots) for h in cluster.hosts.values()
+                   if h.alive}
+        for host in cluster.hosts.values():
+            if host.alive:
+                actions += self._resume(host, cluster, budgets[host.name])
+        if now >= self._next_epoch:
+            self._next_epoch = now + self.epoch_s
+            priorities = _Priorities(self, cluster)
+            for host in cluster.hosts.values():
+                if host.alive and not self._promised.get(host.name):
+                    actions += self._preempt_on(host, cluster, budgets, priorities)
+        return actions
+
+    def _resume(self, host: HostState, cluster: ClusterState, budget: Budget) -> list[Preemption]:
+        """Suspended tasks go on, oldest suspension first, when the host has their cores and nothing promised;
+        one that a task started early on this host waits for takes that task's cores."""
+        suspended = sorted((t for t in host.running.values() if t.state is TaskState.SUSPENDED),
+                           key=lambda t: t.suspended_s)
+        if not suspended or self._promised.get(host.name):
+            return []
+        actions = []
+        for task in suspended:
+            cores = task.demand.cores
+            if budget.cores < cores - 1e-9:
+                waiting = [r for r in host.running.values() if r.state is TaskState.RUNNING
+                           and r.task_id not in self._acted and r.job_id == task.job_id and task.stage in cluster.jobs[r.job_id].stages[r.stage].parents]
+                for dependent in waiting:
+                    self._acted.add(dependent.task_id)
+                    actions.append(Preemption(dependent, "suspend"))
+                    budget.cores += dependent.allocation.cores
+                    if budget.cores >= cores - 1e-9:
+                        break
+            if budget.cores >= cores - 1e-9:
+                budget.cores -= cores
+                actions.append(Preemption(task, "resume"))
+                self._quiet_until[task.task_id] = cluster.now + self.epoch_s
+        return actions
+
+    def _waiting(self, host: HostState, cluster: ClusterState) -> list[Task]:
+        """The host's queued tasks that could start but for its resources."""
+        return [t for t in self._queues.get(host.name, []) if t.state is TaskState.PENDING
+                and t.job_id in cluster.jobs and self._may_start(t, cluster)]
+
+    def _preempt_on(self, host: HostState, cluster: ClusterState, budgets: dict[str, Budget],
+                    priorities: "_Priorities") -> list[Preemption]:
+        """Alg. 1 on one host, for the waiting tasks of its queue that no host has room for now (where some
+        host has, dispatch starts them there)."""
+        budget = budgets[host.name]
+        waiting = [t for t in self._waiting(host, cluster) if not any(b.admits(t) for b in budgets.values())]
+        if not waiting:
+            return []
+        running = [t for t in host.running.values() if t.state is TaskState.RUNNING and t.task_id not in self._acted
+                   and cluster.now >= self._quiet_until.get(t.task_id, 0.0) and self._preemptable(t, priorities)]
+        victims = sorted(running, key=lambda t: (priorities.of(t), t.task_id))
+        actions: list[Preemption] = []
+        for task, victim in self._choose(waiting, victims, priorities):
+            if not budget.admits(task, victim.allocation.cores):
+                continue
+            budget.take(task, victim.allocation.cores)
+            victims.remove(victim)
+            actions.append(Preemption(victim, self.action))
+            self._promised.setdefault(host.name, []).append(task)
+        return actions
+
+    def _preemptable(self, task: Task, priorities: "_Priorities") -> bool:
+        """Alg. 1: a running task that can wait longer than an epoch."""
+        return priorities.allowable_s(task) > self.epoch_s
+
+    def _depends(self, task: Task, on: Task, cluster: ClusterState) -> bool:
+        """Condition C2: `task` is a descendant of `on` (same job, `on`'s stage an ancestor of its stage)."""
+        return task.job_id == on.job_id and on.stage in self._info[task.job_id].ancestors[task.stage]
+
+    def _choose(self, waiting: list[Task], victims: list[Task], priorities: "_Priorities"):
+        """Alg. 1's pairs (waiting task, victim), in the order they preempt."""
+        cluster = priorities.cluster
+        taken: set[str] = set()
+
+        def first_victim(task: Task) -> Task | None:
+            return next((v for v in victims if v.task_id not in taken and not self._depends(task, v, cluster)), None)
+
+        chosen = set()
+        for task in waiting:  # urgent, or waited too long
+            if priorities.allowable_s(task) <= self.epsilon_s or priorities.waited_s(task) >= self.tau_s:
+                victim = first_victim(task)
+                if victim is not None:
+                    taken.add(victim.task_id)
+                    chosen.add(task.task_id)
+                    yield task, victim
+        gap = priorities.mean_gap()
+        for task in waiting[:math.ceil(self.delta * len(waiting))]:
+            if task.task_id in chosen:
+                continue
+            victim = first_victim(task)
+            if victim is None:
+                continue
+            difference = priorities.of(task) - priorities.of(victim)
+            if difference > 0 and self._significant(difference, gap):
+                taken.add(victim.task_id)
+                yield task, victim
+
+    def _significant(self, difference: float, gap: float) -> bool:
+        """The normalised rule: the priority difference is over ρ times the mean neighbouring gap."""
+        return difference > self.rho * gap
+
+
+class DspNoNormalisedRulePolicy(DspPolicy):
+    name = "dsp-nopp"
+    summary = "DSP without the normalised-priority rule (DSPW/oPP)"
+
+    def _significant(self, difference: float, gap: float) -> bool:
+        return True
+
+
+class _BaselinePreemption(DspPolicy):
+    """DSP's plan and dispatch with another preemption rule: each waiting task of a host short of cores (its
+    queue's, dependencies not looked at) preempts the lowest-ranked running task it outranks."""
+
+    def _waiting(self, host: HostState, cluster: ClusterState) -> list[Task]:
+        return [t for t in self._queues.get(host.name, []) if t.state is TaskState.PENDING and t.job_id in cluster.jobs
+                and cluster.stage_released(cluster.jobs[t.job_id], t.stage)]
+
+    def _preemptable(self, task: Task, priorities: "_Priorities") -> bool:
+        return True
+
+    def _depends(self, task: Task, on: Task, cluster: ClusterState) -> bool:
+        return False
+
+    def rank(self, task: Task, priorities: "_Priorities") -> tuple:
+        """Higher goes first; a waiting task preempts a running one it outranks."""
+        raise NotImplementedError
+
+    def _choose(self, waiting: list[Task], victims: list[Task], priorities: "_Priorities"):
+        victims = sorted(victims, key=lambda t: self.rank(t, priorities))
+        for task in waiting:
+            mine = self.rank(task, priorities)
+            victim = next((v for v in victims if self.rank(v, priorities) < mine), None)
+            if victim is not None:
+                victims.remove(victim)
+                yield task, victim
+
+
+class AmoebaPolicy(_BaselinePreemption):
+    name = "amoeba"
+    summary = "DSP's plan; Amoeba preemption: longest remaining time lowest, suspend"
+
+    def rank(self, task: Task, priorities: "_Priorities") -> tuple:
+        return (-priorities.remaining_s(task), -task.demand.cores)
+
+
+class NatjamPolicy(_BaselinePreemption):
+    name = "natjam"
+    summary = "DSP's plan; Natjam preemption: production jobs suspend research jobs' tasks"
+
+    def rank(self, task: Task, priorities: "_Priorities") -> tuple:
+        """Among research tasks, the one with most cores, then the latest deadline, then the least remaining
+        time is evicted first."""
+        return (-task.demand.cores, -self._info[task.job_id].deadline_s, priorities.remaining_s(task))
+
+    def _choose(self, waiting: list[Task], victims: list[Task], priorities: "_Priorities"):
+        research = sorted((v for v in victims if not self._info[v.job_id].production),
+                          key=lambda t: self.rank(t, priorities))
+        for task in waiting:
+            if self._info[task.job_id].production and research:
+                yield task, research.pop(0)
+
+
+class SrptPolicy(_BaselinePreemption):
+    name = "srpt"
+    summary = "DSP's plan; SRPT preemption (alpha waited - beta remaining), kill and restart from scratch"
+    action = "kill"
+
+    def __init__(self, alpha: float = 0.5, beta: float = 1.0, **params):
+        super().__init__(**params)
+        self.alpha, self.beta = alpha, beta
+
+    def rank(self, task: Task, priorities: "_Priorities") -> tuple:
+        return (self.alpha * priorities.waited_s(task) - self.beta * priorities.remaining_s(task),)
+
+
+class _Priorities:
+    """Eqs. 12-13 and the times they rest on, for the tasks of one epoch's decisions (each job's worked out
+    once, over its unfinished tasks)."""
+
+    def __init__(self, policy: DspPolicy, cluster: ClusterState):
+        self.policy, self.cluster, self.now = policy, cluster, cluster.now
+        self._priority: dict[str, float] = {}
+        self._allowable: dict[str, float] = {}
+        self._jobs: set[str] = set()
+        self._gap: float | None = None
+
+    def remaining_s(self, task: Task) -> float:
+        return self.policy._remaining_s(task, self.now)
+
+    def waited_s(self, task: Task) -> float:
+        """How long it has been ready and not running (pending once its stage could start, or suspended)."""
+        if task.state is TaskState.SUSPENDED:
+            return self.now - task.suspended_s
+        if task.state is TaskState.PENDING:
+            ready = self.cluster.jobs[task.job_id].stage_ready_s[task.stage]
+            return 0.0 if ready is None else max(0.0, self.now - max(ready, task.queued_s))
+        return 0.0
+
+    def of(self, task: Task) -> float:
+        self._job(task.job_id)
+        return self._priority[task.task_id]
+
+    def allowable_s(self, task: Task) -> float:
+        self._job(task.job_id)
+        return self._allowable[task.task_id]
+
+    def mean_gap(self) -> float:
+        """P̄: the mean difference between neighbouring priorities, over every active job's unfinished tasks."""
+        if self._gap is None:
+            for job_id in self.cluster.jobs:
+                self._job(job_id)
+            values = sorted(self._priority.values())
+            self._gap = (values[-1] - values[0]) / (len(values) - 1) if len(values) > 1 else 0.0
+        return self._gap
+
+    def _job(self, job_id: str) -> None:
+        if job_id in self._jobs:
+            return
+        self._jobs.add(job_id)
+        job = self.cluster.jobs[job_id]
+        unfinished = {t.task_id: t for t in job.tasks if t.state is not TaskState.DONE}
+        dag = nx.DiGraph()
+        for task in unfinished.values():
+            dag.add_node(task.task_id, duration=expected_duration_s(task))
+        for task in unfinished.values():
+            for parent in job.stages[task.stage].parents:
+                dag.add_edges_from((s.task_id, task.task_id) for s in job.stages[parent].tasks if s.task_id in unfinished)
+        remaining = {k: self.remaining_s(t) for k, t in unfinished.items()}
+        waited = {k: self.waited_s(t) for k, t in unfinished.items()}
+        deadline = self.policy._info[job_id].deadline_s
+        self._priority.update(priorities_model.priorities(dag, self.now, deadline, remaining, waited,
+                                                          self.policy.gamma, self.policy.omega))
+        self._allowable.update(priorities_model.allowable_waits(dag, self.now, deadline, remaining))

@@ -1,0 +1,151 @@
+"""DSP's plan (MILP and list schedule), the dependency and deadline metrics, and DSP with its baselines on
+a small DAG workload in the simulator."""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.core import SchedulerCore
+from hybridbed.scheduler.dag_paths import stage_critical_paths, with_deadlines
+from hybridbed.scheduler.model import Resources, StageSpec, build_job, dag_spec
+from hybridbed.scheduler.planning.dsp_schedule import PlanHost, PlanTask, list_schedule, objective, plan
+from hybridbed.scheduler.policies.aalo import AaloPolicy
+from hybridbed.scheduler.policies.fifo import FifoPolicy
+from hybridbed.simulator.run import run_simulation
+from hybridbed.testbed.scenario import Scenario
+
+CONTAINER = Resources(1, 256)
+
+
+def test_the_list_schedule_keeps_dependencies_and_cores():
+    tasks = [PlanTask("a0", "j", "a", (), 4.0, 2, 0.0, 100.0), PlanTask("a1", "j", "a", (), 2.0, 2, 0.0, 100.0),
+             PlanTask("b0", "j", "b", ("a",), 1.0, 1, 0.0, 100.0)]
+    starts = list_schedule(tasks, [PlanHost("h0", 2, 4), PlanHost("h1", 2, 4, busy=((3.0, 2),))], 0.0)
+    assert starts["a0"] == ("h0", 0.0)  # h1 is busy until 3
+    assert starts["a1"] == ("h1", 3.0)
+    assert starts["b0"][1] == 5.0  # after the last task of group a ends
+
+
+def test_the_milp_finds_the_schedule_that_meets_a_deadline_the_list_schedule_misses():
+    """Two cores; a 2-core task of a relaxed job comes first in the list, a chain of two 1-core tasks with
+    a close deadline second. The list schedule runs the big task first and the chain misses its deadline
+    by 9 s (objective 21 + 9); the MILP runs the chain first, beside nothing, and meets it (21)."""
+    tasks = [PlanTask("big", "A", "a", (), 10.0, 2, 0.0, 100.0),
+             PlanTask("b1", "B", "b1", (), 1.0, 1, 0.0, 12.0), PlanTask("b2", "B", "b2", ("b1",), 10.0, 1, 0.0, 12.0)]
+    hosts = [PlanHost("h", 2, 4)]
+    greedy = list_schedule(tasks, hosts, 0.0)
+    assert objective(tasks, greedy, 0.0) == pytest.approx(30.0)
+    schedule = plan(tasks, hosts, 0.0, time_limit_s=10.0, buckets=21)
+    assert schedule.solver == "milp"
+    assert schedule.objective == pytest.approx(21.0)
+    assert schedule.starts["b2"][1] + 10.0 <= 12.0
+
+
+def test_the_plan_falls_back_to_the_list_schedule_without_time_for_the_milp():
+    tasks = [PlanTask(f"t{i}", "j", "g", (), 1.0, 1, 0.0, 10.0) for i in range(3)]
+    schedule = plan(tasks, [PlanHost("h", 1, 4)], 0.0, time_limit_s=0.0)
+    assert schedule.solver == "list" and schedule.objective == pytest.approx(3.0)
+
+
+def chain(job_id: str, arrival: float = 0.0):
+    return dag_spec(job_id, arrival, (StageSpec("a", 2, 4.0, (), input_bytes=100, output_bytes=10),
+                                      StageSpec("b", 1, 2.0, (0,), output_bytes=10)))
+
+
+def test_deadlines_are_the_critical_path_times_a_slack_drawn_from_the_range():
+    specs = [chain(f"j{i}", arrival=10.0 * i) for i in range(20)]
+    dated = with_deadlines(specs, random.Random(1), (1.5, 3.0), CONTAINER)
+    path = max(stage_critical_paths(build_job(specs[0], CONTAINER)))
+    assert path == pytest.approx(6.0)
+    factors = [(d.deadline_s - d.arrival_s) / path for d in dated]
+    assert all(1.5 <= f <= 3.0 for f in factors) and max(factors) - min(factors) > 0.5
+    assert [d.job_id for d in dated] == [s.job_id for s in specs]
+
+
+def test_a_task_waits_while_it_could_run_and_not_before():
+    """One 1-container host: the second root task waits 4 s for the first; the child stage's task becomes
+    ready when both are done and starts at once."""
+    cluster = ClusterState(1, {"h": HostState("h", 0, 1, Resources(1, 256))}, 1.0)
+    core = SchedulerCore(FifoPolicy(), cluster, random.Random(1))
+    job = build_job(chain("j"), CONTAINER)
+    core.submit(job, 0.0)
+    first = core.schedule(0.0)[0].task
+    core.task_finished(first.task_id, 0, 4.0)
+    second = core.schedule(4.0)[0].task
+    core.task_finished(second.task_id, 0, 8.0)
+    child = core.schedule(8.0)[0].task
+    assert (first.waited_s, second.waited_s, child.waited_s) == (0.0, 4.0, 0.0)
+    assert job.stage_ready_s == [0.0, 8.0] and job.disorders == 0
+
+
+def test_aalo_moves_a_job_down_its_queues_as_it_is_served():
+    policy = AaloPolicy(queues=3, first_queue_core_s=10.0, multiplier=10.0)
+    job = build_job(chain("j"), CONTAINER)
+    assert policy.queue_of(job, 0.0) == 0
+    job.stage_done[0] = 2  # 2 tasks x 1 core x 4 s
+    assert policy.attained_core_s(job, 0.0) == pytest.approx(8.0) and policy.queue_of(job, 0.0) == 0
+    job.stage_done[1] = 1
+    assert policy.queue_of(job, 0.0) == 1  # 10 core-seconds
+    job.stage_done[0] = 50
+    assert policy.queue_of(job, 0.0) == 2  # beyond 100: the last queue
+
+
+@pytest.fixture(scope="module")
+def dsp_runs(tmp_path_factory) -> dict[str, pd.DataFrame]:
+    """A small DSP scenario (8 DAG jobs with tight deadlines on 4 hosts of 4 cores) under each policy."""
+    out = tmp_path_factory.mktemp("dsp")
+    runs = {}
+    for policy in ("dsp", "tetris", "tetris-nodep", "amoeba", "srpt"):
+        scenario = Scenario.model_validate({
+            "name": "dsp-small", "backend": "simulation", "seed": 3, "scale": 0.01,
+            "fabric": {"racks": 2, "hosts_per_rack": 2, "host_rate_mbps": 10, "variant": "eps"},
+            "workers": {"slots_per_host": 8, "cores_per_host": 4, "memory_mb_per_host": 16000,
+                        "container": {"cores": 1, "memory_mb": 1000}, "resume_overhead_s": 0.5},
+            "workload": {"source": "dag", "jobs": 8, "arrival_window_s": 60, "deadline_slack": [1.2, 2.0],
+                         "dag": {"benchmark": "tpch", "templates": 4, "fact_tasks": 6, "reduce_input_mb": 16,
+                                 "max_tasks": 6},
+                         "suite": {"block_mb": 16, "cpu_heavy_cores": 2, "cpu_heavy_s": 6, "io_heavy_s": 2,
+                                   "memory_gb": [1, 2]}},
+            "scheduler": {"policy": policy, "policy_params": {"dsp": {"milp_time_limit_s": 0.5}}}})
+        run_simulation(scenario, out / policy)
+        runs[policy] = out / policy
+    return runs
+
+
+def test_dsp_preempts_keeps_every_dependency_and_resumes_what_it_suspends(dsp_runs):
+    jobs = pd.read_csv(dsp_runs["dsp"] / "jobs.csv")
+    actions = pd.read_csv(dsp_runs["dsp"] / "preemptions.csv")["action"].value_counts()
+    assert len(jobs) == 8 and jobs["disorders"].sum() == 0
+    assert actions.get("suspend", 0) > 0
+    assert actions.get("resume", 0) == actions["suspend"]  # every suspended task went on
+    assert pd.read_csv(dsp_runs["dsp"] / "plan.csv")["solver"].isin(["milp", "list"]).all()
+
+
+def test_only_the_dependency_blind_policies_start_tasks_before_their_parents_are_done(dsp_runs):
+    disorders = {p: pd.read_csv(d / "jobs.csv")["disorders"].sum() for p, d in dsp_runs.items()}
+    assert disorders["tetris"] == 0 and disorders["dsp"] == 0
+    assert disorders["tetris-nodep"] > 0
+    tasks = pd.read_csv(dsp_runs["tetris-nodep"] / "tasks.csv")
+    assert len(tasks) == len(pd.read_csv(dsp_runs["tetris"] / "tasks.csv"))  # the same work, all of it done
+
+
+def test_srpt_kills_and_restarts_where_amoeba_suspends(dsp_runs):
+    srpt = pd.read_csv(dsp_runs["srpt"] / "preemptions.csv")["action"]
+    amoeba = pd.read_csv(dsp_runs["amoeba"] / "preemptions.csv")["action"]
+    assert set(srpt) == {"kill"} and "kill" not in set(amoeba)
+    restarted = pd.read_csv(dsp_runs["srpt"] / "tasks.csv")["attempt"]
+    assert (restarted > 0).sum() > 0  # killed tasks finished as later attempts
+
+
+def test_the_allocation_timeline_and_summary_carry_the_new_metrics(dsp_runs):
+    timeline = pd.read_csv(dsp_runs["dsp"] / "allocation.csv")
+    assert timeline["time_s"].is_monotonic_increasing
+    assert timeline["cores_allocated"].between(0, 1).all() and timeline["cores_allocated"].max() > 0.5
+    assert timeline["suspended_tasks"].max() > 0
+    summary = pd.read_json(dsp_runs["dsp"] / "summary.json", typ="series")
+    assert 0 <= summary["deadlines_met"] <= summary["deadline_jobs"] == 8
+    assert summary["job_wait_mean_s"] >= 0 and 0 < summary["cores_allocated_mean"] < 1
