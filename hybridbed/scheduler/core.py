@@ -6,7 +6,7 @@ or the flow-level simulator) feeds it events with their times and carries out wh
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.model import Job, Resources, StageKind, Task, TaskState
@@ -17,6 +17,8 @@ from hybridbed.scheduler.transfers import remote_read_load
 
 
 ON_HOST = (TaskState.RUNNING, TaskState.SUSPENDED)  # a task that holds a container
+# Resources.vector()'s dimensions, in order
+DIMENSIONS = ("cores", "memory_mb", "disk_read_mbps", "disk_write_mbps", "net_in_mbps", "net_out_mbps")
 
 
 class PolicyError(RuntimeError):
@@ -36,8 +38,8 @@ class TaskAction:
     task: Task
     attempt: int
     host: str
-    action: str  # "suspend", "resume", "kill" or "cpu_share"
-    cores: float | None = None  # cpu_share: the task's new share
+    action: str  # "suspend", "resume", "kill" or "share"
+    allocation: Resources | None = None  # share: the task's new cores and rates
 
 
 @dataclass(frozen=True)
@@ -230,9 +232,9 @@ class SchedulerCore:
 
     # preemption and live shares -------------------------------------------------------------------
     def act(self, now: float) -> list[TaskAction]:
-        """The policy's preemptions, then its CPU share changes, carried out in the bookkeeping; the backend
-        then freezes, thaws, kills or re-quotas the tasks."""
-        return self._preempt(now) + self._set_cpu_shares(now)
+        """The policy's preemptions, then its share changes, carried out in the bookkeeping; the backend then
+        freezes, thaws, kills or re-quotas and re-paces the tasks."""
+        return self._preempt(now) + self._set_shares(now)
 
     def _preempt(self, now: float) -> list[TaskAction]:
         self.cluster.now = now
@@ -265,18 +267,24 @@ class SchedulerCore:
                 self._stop_and_requeue(task)
         return done
 
-    def _set_cpu_shares(self, now: float) -> list[TaskAction]:
+    def _set_shares(self, now: float) -> list[TaskAction]:
         self.cluster.now = now
         done = []
-        for change in self.policy.cpu_shares(self.cluster):
-            task = change.task
-            self._expect(task, TaskState.RUNNING, "change the CPU share of")
+        for share in self.policy.shares(self.cluster):
+            task, new = share.task, share.allocation
+            self._expect(task, TaskState.RUNNING, "change the share of")
             host = self.cluster.hosts[task.host]
-            if change.cores <= 0 or change.cores > task.allocation.cores + host.free.cores + 1e-9:
-                raise PolicyError(f"policy {self.policy.name} gives {task.task_id} {change.cores:g} cores; "
-                                  f"{task.allocation.cores + host.free.cores:g} are there for it on {host.name}")
-            self._reallocate(task, self.cluster.jobs[task.job_id], host, replace(task.allocation, cores=change.cores))
-            done.append(TaskAction(task, task.attempt, task.host, "cpu_share", change.cores))
+            old = task.allocation
+            if new.memory_mb != old.memory_mb or new.net_out_mbps != old.net_out_mbps or new.cores <= 0:
+                raise PolicyError(f"policy {self.policy.name} gives {task.task_id} {new}: a share changes cores "
+                                  f"(above 0) and rates, not memory")
+            for name, wanted, held, free, capacity in zip(DIMENSIONS, new.vector(), old.vector(), host.free.vector(),
+                                                          host.capacity.vector()):
+                if wanted < 0 or (name == "cores" or capacity > 0) and wanted > held + free + 1e-9:
+                    raise PolicyError(f"policy {self.policy.name} gives {task.task_id} {name} {wanted:g}; "
+                                      f"{held + free:g} are there for it on {host.name}")
+            self._reallocate(task, self.cluster.jobs[task.job_id], host, new)
+            done.append(TaskAction(task, task.attempt, task.host, "share", new))
         return done
 
     def _end_suspension(self, task: Task) -> None:

@@ -14,7 +14,8 @@ A policy answers the scheduler's questions; it never talks to workers, the netwo
 - `plan_rows()`: the offline plan, one row per planned job, for the run's plan.csv.
 - `preempt(cluster)`: running tasks to suspend (frozen where they are, holding their container and memory),
   suspended ones to resume, tasks to kill (to run again from scratch); asked before every round of launches.
-- `cpu_shares(cluster)`: new CPU shares (cores) for running tasks, applied while they run.
+- `shares(cluster)`: new shares for running tasks (cores, and the rates of their disk reads, disk writes and
+  network fetches), applied while they run.
 Both default to nothing, so policies that never preempt need not know of them. A policy with
 `respects_precedence = False` may start a DAG stage's tasks once their parent tasks have started, before they
 are done (each such start is a dependency-order violation, a disorder, counted per job). Policies register under
@@ -27,7 +28,7 @@ from importlib.metadata import entry_points
 from typing import ClassVar
 
 from hybridbed.scheduler.cluster import ClusterState, HostState
-from hybridbed.scheduler.model import Job, JobSpec, Task
+from hybridbed.scheduler.model import Job, JobSpec, Resources, Task
 
 ENTRY_POINT_GROUP = "hybridbed.policies"
 PREEMPTIONS = ("suspend", "resume", "kill")
@@ -46,10 +47,18 @@ class Preemption:
 
 
 @dataclass(frozen=True)
-class CpuShare:
-    """A running task's new CPU share (cores), applied while it runs."""
+class Share:
+    """A running task's new share of its host, applied while it runs: cores (its cgroup's quota) and the rates
+    of its disk reads, disk writes and network fetches; its memory stays as it is."""
     task: Task
-    cores: float
+    allocation: Resources
+
+    @classmethod
+    def scaled(cls, task: Task, fraction: float) -> "Share":
+        """The task's demanded cores and rates times `fraction` (memory and what it is served elsewhere kept)."""
+        d = task.demand
+        return cls(task, Resources(d.cores * fraction, d.memory_mb, d.disk_read_mbps * fraction,
+                                   d.disk_write_mbps * fraction, d.net_in_mbps * fraction, d.net_out_mbps))
 
 
 class Policy:
@@ -76,7 +85,7 @@ class Policy:
     def preempt(self, cluster: ClusterState) -> list[Preemption]:
         return []
 
-    def cpu_shares(self, cluster: ClusterState) -> list[CpuShare]:
+    def shares(self, cluster: ClusterState) -> list[Share]:
         return []
 
     def ocs_demand(self, cluster: ClusterState) -> list[list[float]] | None:

@@ -25,7 +25,8 @@ USAGE_FIELDS = ["time_s", "host", "running_tasks", "cpu_percent", "rss_mb", "io_
                 "net_in_mbps", "net_out_mbps"]
 FLOW_FIELDS = ["task_id", "attempt", "kind", "src_host", "dst_host", "src_rack", "dst_rack", "bytes", "start_s", "end_s"]
 FLOW_PATH_FIELDS = FLOW_FIELDS + ["path"]  # flows.csv once each flow's path is known
-ACTION_FIELDS = ["time_s", "task_id", "attempt", "host", "action", "cores"]  # preemptions and CPU share changes
+SHARE_FIELDS = ["cores", "disk_read_mbps", "disk_write_mbps", "net_in_mbps"]
+ACTION_FIELDS = ["time_s", "task_id", "attempt", "host", "action", *SHARE_FIELDS]  # preemptions and share changes
 ALLOCATION_FIELDS = ["time_s", "running_tasks", "suspended_tasks", "pending_tasks", "cores_allocated",
                      "memory_allocated"]  # the scheduler's view of the cluster over time
 OCS_EVENT_FIELDS = ["seq", "reason", "requested_s", "dark_from_s", "dark_until_s", "done_s", "configured_delay_ms",
@@ -67,9 +68,10 @@ def task_row(task: Task, finish_s: float, rack_of: dict[str, int], stats: dict) 
 
 
 def action_row(action: TaskAction, now: float) -> dict:
-    """preemptions.csv: one row per suspension, resumption, kill or CPU share change."""
+    """preemptions.csv: one row per suspension, resumption, kill or share change (with the new share)."""
+    share = action.allocation
     return {"time_s": round(now, 3), "task_id": action.task.task_id, "attempt": action.attempt, "host": action.host,
-            "action": action.action, "cores": "" if action.cores is None else action.cores}
+            "action": action.action, **{k: "" if share is None else round(getattr(share, k), 4) for k in SHARE_FIELDS}}
 
 
 def job_row(job: Job) -> dict:
@@ -167,7 +169,7 @@ def summarize(out_dir: Path, jobs_total: int, status: str, started_at: float | N
         taken = pd.read_csv(actions)["action"].value_counts()
         summary.update({"preemptions": int(taken.get("suspend", 0) + taken.get("kill", 0)),
                         "suspensions": int(taken.get("suspend", 0)), "kills": int(taken.get("kill", 0)),
-                        "cpu_share_changes": int(taken.get("cpu_share", 0))})
+                        "share_changes": int(taken.get("share", 0))})
     summary.update(_dependency_and_deadline_totals(jobs, summary["makespan_s"]))
     allocation = out_dir / "allocation.csv"
     if allocation.exists():

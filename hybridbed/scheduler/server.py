@@ -23,7 +23,7 @@ from pathlib import Path
 from hybridbed.controller.client import ControllerError, FabricClient
 from hybridbed.scheduler.channel import Channel
 from hybridbed.scheduler.core import Launch, ShuffleNotice, TaskAction
-from hybridbed.scheduler.model import Job, StageKind, Task, build_job, partition_name
+from hybridbed.scheduler.model import Job, Resources, StageKind, Task, build_job, partition_name
 from hybridbed.scheduler.results import (ACTION_FIELDS, FLOW_FIELDS, JOB_FIELDS, TASK_FIELDS, USAGE_FIELDS,
                                          AllocationTimeline, CsvLog, action_row, job_row, summarize, task_row,
                                          write_plan)
@@ -226,8 +226,8 @@ class SchedulerServer:
             message = {"op": action.action, "key": f"{action.task.task_id}.a{action.attempt}"}
             if action.action == "resume":
                 message["overhead_s"] = self.scenario.workers.resume_overhead_s
-            elif action.action == "cpu_share":
-                message["cores"] = action.cores
+            elif action.action == "share":
+                message["share"] = self._rates(action.task, action.allocation)
             self._send(action.host, message)
 
     def _send(self, host: str, message: dict) -> None:
@@ -239,16 +239,20 @@ class SchedulerServer:
         except OSError:
             self._lose(host, "control connection broke")
 
+    def _rates(self, task: Task, allocation: Resources) -> dict:
+        """A task's cores and the rates its worker paces it at (bits/s; None: not paced)."""
+        cap = network_cap_mbps(allocation, task.kind, self.scenario.workers.task_rate_cap_mbps)
+        return {"cores": allocation.cores, "rate_bps": cap * 1e6 if cap else None,
+                "disk_read_bps": allocation.disk_read_mbps * 1e6 or None,
+                "disk_write_bps": allocation.disk_write_mbps * 1e6 or None}
+
     def _task_message(self, task: Task) -> dict:
-        s, demand = self.scenario, task.demand
-        cap = network_cap_mbps(demand, task.kind, s.workers.task_rate_cap_mbps)
+        demand = task.demand
         message = {
             "task_id": task.task_id, "attempt": task.attempt, "kind": task.kind.value,
-            "cores": demand.cores, "memory_mb": demand.memory_mb, "compute_s": task.compute_s,
+            "memory_mb": demand.memory_mb, "compute_s": task.compute_s,
             "partitions": [[partition_name(c), task.partition_for(c)] for c in self._consumers(task)],
-            "output_bytes": task.output_bytes,
-            "output_dir": _output_dir(task), "rate_bps": cap * 1e6 if cap else None,
-            "disk_read_bps": demand.disk_read_mbps * 1e6 or None, "disk_write_bps": demand.disk_write_mbps * 1e6 or None,
+            "output_bytes": task.output_bytes, "output_dir": _output_dir(task), **self._rates(task, demand),
         }
         if task.kind is StageKind.MAP:
             message["input"] = {"path": f"blocks/{task.input_block.block_id}", "sources": [

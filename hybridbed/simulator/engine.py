@@ -255,7 +255,7 @@ class Simulation:
     def _carry_out(self, action: TaskAction) -> None:
         """What the emulation's workers do to a preempted or re-shared task: a suspended task stops computing
         and transferring where it is; a resumed one goes on from there after the recovery overhead; a killed
-        one is gone (the core runs it again); a new CPU share changes its compute pace."""
+        one is gone (the core runs it again); a new share changes its compute pace and its flows' caps."""
         self.logs.actions.write(action_row(action, self.now))
         task = action.task
         if action.action == "suspend":
@@ -271,9 +271,11 @@ class Simulation:
             self._offer[action.host] = None
         else:
             self._repace(task)
+            for flow, remaining in self.flows.take_out(task):
+                self._start_flow(flow, remaining)
 
     def _repace(self, task: Task, change: Callable[[], object] = lambda: None) -> None:
-        """The task's pace changes (suspended, resumed, a new CPU share): account the compute done at the old
+        """The task's pace changes (suspended, resumed, a new share): account the compute done at the old
         pace, make the change, go on at the new pace (its compute ends at another time)."""
         compute = self._compute.get(task.task_id)
         if compute is not None:
@@ -311,7 +313,7 @@ class Simulation:
     # flows ----------------------------------------------------------------------------------------
     def _start_flow(self, flow: Flow, remaining: float | None = None) -> None:
         local = flow.src == flow.dst
-        cap_mbps = connection_cap_mbps(flow.task.demand, flow.kind, local, self.task_cap_mbps)
+        cap_mbps = connection_cap_mbps(flow.task.allocation, flow.kind, local, self.task_cap_mbps)
         cap = cap_mbps * MBPS_TO_BYTES_S if cap_mbps else np.inf
         if local and flow.kind == "shuffle":
             cap = min(cap, LOOPBACK_BYTES_S)

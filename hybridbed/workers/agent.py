@@ -53,7 +53,7 @@ class WorkerAgent:
                     self._launch(message["task"])
                 elif op == "notice":
                     self._notify(message["key"], message["notice"])
-                elif op in ("suspend", "resume", "kill", "cpu_share"):
+                elif op in ("suspend", "resume", "kill", "share"):
                     self._act(op, message)
                 elif op == "shutdown":
                     break
@@ -158,8 +158,8 @@ class WorkerAgent:
                 if running.suspensions:
                     running.cgroup.thaw()  # a frozen process dies only once thawed
             else:
-                running.cgroup.set_cores(message["cores"])
-                self._tell(running, {"cpu_share": message["cores"]})  # waiting compute slows down too
+                running.cgroup.set_cores(message["share"]["cores"])
+                self._tell(running, {"share": message["share"]})  # it paces its compute and transfers anew
         except FileNotFoundError:  # its cgroup went with it
             pass
 

@@ -15,6 +15,10 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hybridbed.workers.task import Pacer
 
 DATA_PORT = 7070
 SO_MAX_PACING_RATE = 47  # <asm-generic/socket.h>
@@ -62,8 +66,11 @@ class Fetch:
     end: float
 
 
-def fetch(ip: str, path: str, rate_bps: float | None = None, timeout_s: float = 60.0) -> Fetch:
-    """Read one file from a worker's data server; the bytes are counted, not kept."""
+def fetch(ip: str, path: str, rate_bps: float | None = None, pacer: "Pacer | None" = None,
+          timeout_s: float = 60.0) -> Fetch:
+    """Read one file from a worker's data server; the bytes are counted, not kept. The sender paces the
+    connection at `rate_bps`; `pacer`, if given, holds the reading side to a rate that may change meanwhile
+    (TCP's flow control then slows the sender)."""
     start = time.time()
     try:
         with socket.create_connection((ip, DATA_PORT), timeout=timeout_s) as sock:
@@ -78,6 +85,8 @@ def fetch(ip: str, path: str, rate_bps: float | None = None, timeout_s: float = 
                 if not chunk:
                     raise FetchError(f"{ip} closed after {received} of {size} bytes of {path}")
                 received += len(chunk)
+                if pacer is not None:
+                    pacer.take(len(chunk))
     except OSError as err:
         raise FetchError(f"fetching {path} from {ip}: {err}") from err
     return Fetch(ip, path, received, start, time.time())

@@ -2,7 +2,9 @@
 
 stdin: the task as one JSON line, then (a task of a stage with parents) one JSON line per parent task
 output to fetch; a later line for the same parent task replaces an earlier one (it ran again elsewhere).
-A line {"cpu_share": cores} gives the task a new CPU share (its cgroup's quota changes with it).
+A line {"share": {"cores": ..., "rate_bps": ..., "disk_read_bps": ..., "disk_write_bps": ...}} gives the task
+a new share while it runs (its cgroup's quota changes with it): compute, disk and the transfers under way
+go at the new rates (a connection's new rate is kept by the receiver, below the cap its sender paces at).
 stdout: JSON lines: a `fetch` record per transfer, then `done` with the totals.
 
 Compute is emulated either by waiting (`sleep`, the default: it leaves the CPU to Open vSwitch on a
@@ -69,24 +71,49 @@ def compute(seconds: float, mode: str, speed: Speed | None = None) -> None:
         sum(range(10_000))
 
 
-class Pacer:
-    """A token bucket holding one second of the rate: `take(n)` returns once n more bytes keep the task
-    within its rate. An idle (or suspended) task saves up no more than that second."""
+class Rate:
+    """A rate in bits/s that the scheduler may change while the task runs (None: not paced)."""
 
-    def __init__(self, rate_bps: float | None):
-        self.rate = rate_bps / 8 if rate_bps else None  # bytes per second
-        self.tokens = self.rate or 0.0
+    def __init__(self, bps: float | None):
+        self.bps = bps or None
+
+
+class Pacer:
+    """A token bucket holding one second of its rate (read at every take, so a new share applies at once):
+    `take(n)` returns once n more bytes keep the task within it. An idle (or suspended) task saves up no
+    more than that second."""
+
+    def __init__(self, rate: Rate):
+        self.rate = rate
+        self.tokens = (rate.bps or 0.0) / 8
         self.last = time.monotonic()
 
     def take(self, size: int) -> None:
-        if self.rate is None:
+        if self.rate.bps is None:
             return
+        per_s = self.rate.bps / 8  # bytes per second
         now = time.monotonic()
-        self.tokens = min(self.rate, self.tokens + (now - self.last) * self.rate) - size
+        self.tokens = min(per_s, self.tokens + (now - self.last) * per_s) - size
         self.last = now
         if self.tokens < 0:
-            time.sleep(-self.tokens / self.rate)
+            time.sleep(-self.tokens / per_s)
             self.tokens, self.last = 0.0, time.monotonic()
+
+
+class Rates:
+    """The task's share as its worker paces it: disk reads and writes, and the receiving side of its
+    connections (unpaced until a new share arrives: until then their senders pace them at the cap they
+    were asked for)."""
+
+    def __init__(self, task: dict):
+        self.disk_read = Rate(task.get("disk_read_bps"))
+        self.disk_write = Rate(task.get("disk_write_bps"))
+        self.connection = Rate(None)
+
+    def update(self, share: dict) -> None:
+        self.disk_read.bps = share.get("disk_read_bps") or None
+        self.disk_write.bps = share.get("disk_write_bps") or None
+        self.connection.bps = share.get("rate_bps") or None
 
 
 def write_bytes(path: Path, size: int, pacer: Pacer | None = None) -> None:
@@ -100,8 +127,8 @@ def write_bytes(path: Path, size: int, pacer: Pacer | None = None) -> None:
             size -= chunk
 
 
-def write_outputs(files: dict[Path, int], rate_bps: float | None) -> None:
-    pacer = Pacer(rate_bps)
+def write_outputs(files: dict[Path, int], rate: Rate) -> None:
+    pacer = Pacer(rate)
     for path, size in files.items():
         write_bytes(path, size, pacer)
 
@@ -123,24 +150,24 @@ def output_files(task: dict, data_dir: Path) -> dict[Path, int]:
     return files
 
 
-def compute_and_write(task: dict, files: dict[Path, int], speed: Speed) -> list[threading.Thread]:
+def compute_and_write(task: dict, files: dict[Path, int], speed: Speed, rates: Rates) -> list[threading.Thread]:
     return alongside((compute, task["compute_s"], task["compute_mode"], speed),
-                     (write_outputs, files, task.get("disk_write_bps")))
+                     (write_outputs, files, rates.disk_write))
 
 
-def run_map(task: dict, data_dir: Path, speed: Speed) -> dict:
+def run_map(task: dict, data_dir: Path, speed: Speed, rates: Rates) -> dict:
     files = output_files(task, data_dir)
-    threads = compute_and_write(task, files, speed)
+    threads = compute_and_write(task, files, speed, rates)
     block = task["input"]
     local = data_dir / block["path"]
     if local.exists():
         read_local, read_remote = local.stat().st_size, 0
-        pacer = Pacer(task.get("disk_read_bps"))
+        pacer = Pacer(rates.disk_read)
         with local.open("rb") as data:
             while chunk := data.read(1 << 20):
                 pacer.take(len(chunk))
     else:
-        result = _fetch_from_any(block["sources"], block["path"], task.get("rate_bps"))
+        result = _fetch_from_any(block["sources"], block["path"], task.get("rate_bps"), rates.connection)
         emit({"event": "fetch", "kind": "input", **result})
         read_local, read_remote = 0, result["bytes"]
     for thread in threads:
@@ -149,18 +176,18 @@ def run_map(task: dict, data_dir: Path, speed: Speed) -> dict:
             "written_bytes": sum(files.values())}
 
 
-def _fetch_from_any(sources: list[dict], path: str, rate_bps: float | None) -> dict:
+def _fetch_from_any(sources: list[dict], path: str, rate_bps: float | None, live: Rate) -> dict:
     errors = []
     for source in sources:
         try:
-            got = fetch(source["ip"], path, rate_bps)
+            got = fetch(source["ip"], path, rate_bps, Pacer(live))
             return {"src_host": source["host"], "bytes": got.bytes, "start": got.start, "end": got.end}
         except FetchError as err:
             errors.append(str(err))
     raise FetchError("; ".join(errors))
 
 
-def run_reduce(task: dict, data_dir: Path, notices: "queue.Queue[dict]", speed: Speed) -> dict:
+def run_reduce(task: dict, data_dir: Path, notices: "queue.Queue[dict]", speed: Speed, rates: Rates) -> dict:
     """Fetch the partition of every parent task (up to PARALLEL_FETCHES at once) as their locations
     arrive, then compute while writing.
 
@@ -176,7 +203,7 @@ def run_reduce(task: dict, data_dir: Path, notices: "queue.Queue[dict]", speed: 
 
     def worker(notice: dict) -> None:
         try:
-            got = fetch(notice["ip"], notice["path"], task.get("rate_bps"))
+            got = fetch(notice["ip"], notice["path"], task.get("rate_bps"), Pacer(rates.connection))
             results.put((notice, {"src_host": notice["host"], "bytes": got.bytes, "start": got.start, "end": got.end}))
         except FetchError:
             results.put((notice, None))
@@ -204,7 +231,7 @@ def run_reduce(task: dict, data_dir: Path, notices: "queue.Queue[dict]", speed: 
             fetched[notice["source"]] = result["bytes"]
             emit({"event": "fetch", "kind": "shuffle", "source": notice["source"], **result})
     files = output_files(task, data_dir)
-    for thread in compute_and_write(task, files, speed):
+    for thread in compute_and_write(task, files, speed, rates):
         thread.join()
     return {"fetched_bytes": sum(fetched.values()), "written_bytes": sum(files.values())}
 
@@ -213,21 +240,23 @@ def main() -> int:
     task = json.loads(sys.stdin.readline())
     data_dir = Path(task["data_dir"])
     speed = Speed(task["cores"])
+    rates = Rates(task)
     notices: "queue.Queue[dict]" = queue.Queue()
 
     def read_stdin() -> None:
         for line in sys.stdin:
             message = json.loads(line)
-            if "cpu_share" in message:
-                speed.set_cores(message["cpu_share"])
+            if "share" in message:
+                speed.set_cores(message["share"]["cores"])
+                rates.update(message["share"])
             else:
                 notices.put(message)
 
     threading.Thread(target=read_stdin, daemon=True).start()
     if task["kind"] == "map":
-        totals = run_map(task, data_dir, speed)
+        totals = run_map(task, data_dir, speed, rates)
     else:
-        totals = run_reduce(task, data_dir, notices, speed)
+        totals = run_reduce(task, data_dir, notices, speed, rates)
     emit({"event": "done", **totals})
     return 0
 

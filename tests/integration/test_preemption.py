@@ -98,7 +98,7 @@ def test_a_killed_task_ends_at_once_even_when_frozen(agent):
 
 def test_a_task_given_half_its_cores_computes_at_half_the_pace(agent):
     started = launch(agent, "t2")
-    agent.send({"op": "cpu_share", "key": "t2.a0", "cores": 0.5})
+    agent.send({"op": "share", "key": "t2.a0", "share": {"cores": 0.5}})
     finished = receive(agent, "finished")
     took = finished["time"] - started["time"]
     assert 3.6 <= took <= 4.8, took  # 2 s of work at half pace (the share arrives a moment after the start)

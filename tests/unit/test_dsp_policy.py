@@ -3,7 +3,6 @@ a small DAG workload in the simulator."""
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pandas as pd
 import pytest

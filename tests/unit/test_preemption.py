@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -9,25 +10,25 @@ from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.core import PolicyError, SchedulerCore, TaskAction
 from hybridbed.scheduler.model import JobSpec, Resources, TaskState, build_job
 from hybridbed.scheduler.policies.fifo import FifoPolicy
-from hybridbed.scheduler.policy import CpuShare, Preemption
+from hybridbed.scheduler.policy import Preemption, Share
 
 TASK = Resources(2, 1000)
 
 
 class Scripted(FifoPolicy):
-    """FIFO, plus whatever preemptions and CPU shares a test queues for the next round."""
+    """FIFO, plus whatever preemptions and shares a test queues for the next round."""
     name = "scripted"
 
     def __init__(self) -> None:
         self.preemptions: list[Preemption] = []
-        self.shares: list[CpuShare] = []
+        self.changes: list[Share] = []
 
     def preempt(self, cluster):
         queued, self.preemptions = self.preemptions, []
         return queued
 
-    def cpu_shares(self, cluster):
-        queued, self.shares = self.shares, []
+    def shares(self, cluster):
+        queued, self.changes = self.changes, []
         return queued
 
 
@@ -84,17 +85,37 @@ def test_a_killed_task_runs_again_from_scratch_and_its_old_attempt_is_ignored():
     assert [launch.task for launch in core.schedule(2.0)] == [first]
 
 
-def test_a_running_task_gets_a_new_cpu_share_within_what_its_host_has():
+def test_a_running_task_gets_a_new_share_within_what_its_host_has():
     core, policy, host, (first, second) = setup()
     core.schedule(0.0)
     policy.preemptions = [Preemption(second, "kill")]
     core.act(0.5)
-    policy.shares = [CpuShare(first, 3.0)]
-    assert core.act(1.0) == [TaskAction(first, 0, "h", "cpu_share", 3.0)]
+    three = replace(first.allocation, cores=3.0)
+    policy.changes = [Share(first, three)]
+    assert core.act(1.0) == [TaskAction(first, 0, "h", "share", three)]
     assert first.allocation.cores == 3.0 and host.free.cores == 1.0
     assert core.cluster.jobs["j0"].allocated.cores == 3.0
-    policy.shares = [CpuShare(first, 5.0)]
-    with pytest.raises(PolicyError, match="4 are there for it"):
+    policy.changes = [Share(first, replace(three, cores=5.0))]
+    with pytest.raises(PolicyError, match="cores 5; 4 are there for it"):
+        core.act(2.0)
+    policy.changes = [Share(first, replace(three, memory_mb=10.0))]
+    with pytest.raises(PolicyError, match="not memory"):
+        core.act(2.0)
+
+
+def test_a_share_of_a_modelled_rate_must_fit_the_host_and_scales_the_demand():
+    host = HostState("h", 0, 2, Resources(4, 4000, disk_write_mbps=10))
+    core = SchedulerCore(Scripted(), ClusterState(1, {"h": host}, 1.0), random.Random(1))
+    job = build_job(JobSpec("j", 0, 10, 0, 0, 1, 0, 1.0, 0.0), Resources(2, 256, disk_write_mbps=8))
+    core.submit(job, 0.0)
+    (launch,) = core.schedule(0.0)
+    half = Share.scaled(launch.task, 0.5)
+    assert half.allocation == Resources(1, 256, disk_write_mbps=4)
+    core.policy.changes = [half]
+    core.act(1.0)
+    assert host.free.disk_write_mbps == 6 and host.free.cores == 3
+    core.policy.changes = [Share(launch.task, replace(half.allocation, disk_write_mbps=11))]
+    with pytest.raises(PolicyError, match="disk_write_mbps 11; 10 are there for it"):
         core.act(2.0)
 
 
@@ -108,7 +129,8 @@ def test_bad_preemptions_are_refused_by_name():
 
 
 class OnTheClock(Scripted):
-    """FIFO, and at each (time, action, cores) of a script, that action on the task running then."""
+    """FIFO, and at each (time, action, fraction) of a script, that action on the task running then (a share:
+    that fraction of its demand)."""
     name = "on-the-clock"
 
     def __init__(self, script: list[tuple[float, str, float | None]]) -> None:
@@ -118,18 +140,19 @@ class OnTheClock(Scripted):
     def preempt(self, cluster):
         task = next((t for h in cluster.hosts.values() for t in h.running.values()), None)
         if self.script and task is not None and cluster.now >= self.script[0][0] - 1e-9:
-            _, action, cores = self.script.pop(0)
-            if action == "cpu_share":
-                self.shares.append(CpuShare(task, cores))
+            _, action, fraction = self.script.pop(0)
+            if action == "share":
+                self.changes.append(Share.scaled(task, fraction))
             else:
                 self.preemptions.append(Preemption(task, action))
         return super().preempt(cluster)
 
 
 def simulate_one_task(tmp_path, script: list[tuple[float, str, float | None]], overhead_s: float = 0.0,
-                      writes: bool = False) -> float:
+                      writes: bool = False, write_rate_mbps: float = 0.0) -> float:
     """One 4-second task alone in a simulated cluster, the policy acting on it as `script` says; returns when
-    the task finished. `writes`: it also writes 8 MB to a 1 MB/s disk (8 s, alongside its compute)."""
+    the task finished. `writes`: it also writes 8 MB to a 1 MB/s disk (8 s, alongside its compute), at
+    `write_rate_mbps` if given."""
     from hybridbed.scheduler.results import ACTION_FIELDS, TASK_FIELDS, AllocationTimeline, CsvLog
     from hybridbed.simulator.engine import ResultLogs, Simulation
     from hybridbed.testbed.scenario import Scenario
@@ -145,7 +168,8 @@ def simulate_one_task(tmp_path, script: list[tuple[float, str, float | None]], o
     simulation = Simulation(scenario, logs)
     simulation.core.policy = OnTheClock(script)
     output = 8_000_000 if writes else 0
-    simulation.run([JobSpec("j", 0.0, 10, 0, output, 1, 0, 4.0, 0.0, map_demand=Resources(1, 256))])
+    demand = Resources(1, 256, disk_write_mbps=write_rate_mbps)
+    simulation.run([JobSpec("j", 0.0, 10, 0, output, 1, 0, 4.0, 0.0, map_demand=demand)])
     for log in (logs.jobs, logs.tasks, logs.flows, logs.ocs_events, logs.actions, logs.allocation):
         log.close()
     return simulation.core.finished[0].finished_s
@@ -166,4 +190,10 @@ def test_the_simulator_restarts_a_killed_task_from_scratch(tmp_path):
 
 
 def test_the_simulator_computes_at_the_tasks_share_of_its_cores(tmp_path):
-    assert simulate_one_task(tmp_path, [(1.0, "cpu_share", 0.5)]) == pytest.approx(7.0)  # 3 s left at half pace
+    assert simulate_one_task(tmp_path, [(1.0, "share", 0.5)]) == pytest.approx(7.0)  # 3 s left at half pace
+
+
+def test_the_simulator_holds_a_tasks_flows_to_its_new_share(tmp_path):
+    # 8 MB at 1 MB/s; from 1 s at half the rate: 7 MB at 0.5 MB/s ends at 15 s (the compute, at half pace, at 7 s)
+    assert simulate_one_task(tmp_path, [(1.0, "share", 0.5)], writes=True, write_rate_mbps=8) == \
+        pytest.approx(15.0, rel=0.01)

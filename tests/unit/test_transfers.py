@@ -6,7 +6,7 @@ import pytest
 from hybridbed.scheduler.model import Resources, StageKind
 from hybridbed.scheduler.transfers import connection_cap_mbps, network_cap_mbps
 from hybridbed.workers import task as worker_task
-from hybridbed.workers.task import PARALLEL_FETCHES, Pacer
+from hybridbed.workers.task import PARALLEL_FETCHES, Pacer, Rate
 
 IO_HEAVY = Resources(1, 2000, disk_read_mbps=400, disk_write_mbps=300, net_in_mbps=250)
 
@@ -28,17 +28,22 @@ def test_the_pacer_holds_a_task_to_its_rate_after_a_second_of_burst(monkeypatch)
     clock = {"now": 0.0}
     monkeypatch.setattr(worker_task.time, "monotonic", lambda: clock["now"])
     monkeypatch.setattr(worker_task.time, "sleep", lambda s: clock.__setitem__("now", clock["now"] + s))
-    pacer = Pacer(8e6)  # 1 MB/s
+    rate = Rate(8e6)  # 1 MB/s
+    pacer = Pacer(rate)
     for _ in range(10):
         pacer.take(1_000_000)
     assert clock["now"] == pytest.approx(9.0)  # 10 MB: one second's burst free, nine seconds paced
-    unpaced = Pacer(None)
+    unpaced = Pacer(Rate(None))
     unpaced.take(10**9)
     assert clock["now"] == pytest.approx(9.0)
     clock["now"] += 100.0  # idle (or suspended) for a long while: one second saved up, no more
     for _ in range(5):
         pacer.take(1_000_000)
     assert clock["now"] == pytest.approx(113.0)
+    rate.bps = 4e6  # a new share halves it while the task runs
+    for _ in range(4):
+        pacer.take(1_000_000)
+    assert clock["now"] == pytest.approx(121.0)
 
 
 def test_waiting_compute_does_not_count_a_suspension_as_work(monkeypatch):
