@@ -1,5 +1,5 @@
 """A real worker agent (in a network namespace of its own, tasks in real cgroups) told by a scripted
-scheduler to suspend and resume, kill, and re-quota running tasks."""
+scheduler to suspend and resume, kill, and re-quota and re-pace running tasks."""
 from __future__ import annotations
 
 import os
@@ -16,6 +16,7 @@ from hybridbed.testbed.isolation import RunCgroup
 from hybridbed.workers.cgroups import CgroupLayout
 
 COMPUTE_S = 2.0
+BIG_BLOCK = 4_000_000
 
 
 @pytest.fixture
@@ -39,6 +40,7 @@ def agent(tmp_path):
     assert receive(channel, "register")["host"] == "h0"
     (data_dir / "blocks").mkdir(parents=True, exist_ok=True)
     (data_dir / "blocks" / "b0").write_bytes(b"x" * 1000)
+    (data_dir / "blocks" / "big").write_bytes(b"x" * BIG_BLOCK)
     yield channel
     channel.send({"op": "shutdown"})
     proc.wait(timeout=10)
@@ -102,3 +104,21 @@ def test_a_task_given_half_its_cores_computes_at_half_the_pace(agent):
     finished = receive(agent, "finished")
     took = finished["time"] - started["time"]
     assert 3.6 <= took <= 4.8, took  # 2 s of work at half pace (the share arrives a moment after the start)
+
+
+def test_a_fetch_under_way_slows_to_a_new_network_share(agent):
+    """A reducer fetching 4 MB over real TCP (its sender paced at 1 MB/s: 4 s) is given half that rate after
+    about 0.5 s: the rest, at 0.5 MB/s at its receiving side, takes about 7 s more."""
+    channel = agent
+    channel.send({"op": "launch", "task": {
+        "task_id": "t3", "attempt": 0, "kind": "reduce", "cores": 1.0, "memory_mb": 256, "compute_s": 0.1,
+        "partitions": [], "output_bytes": 1000, "output_dir": "out/j/t3.a0", "rate_bps": 8e6,
+        "disk_read_bps": None, "disk_write_bps": None, "n_sources": 1}})
+    started = receive(channel, "started")
+    channel.send({"op": "notice", "key": "t3.a0", "notice": {
+        "source": "m0", "host": "h0", "ip": "127.0.0.1", "path": "blocks/big", "bytes": BIG_BLOCK}})
+    time.sleep(0.5)
+    channel.send({"op": "share", "key": "t3.a0", "share": {"cores": 1.0, "rate_bps": 4e6}})
+    finished = receive(channel, "finished")
+    took = finished["time"] - started["time"]
+    assert 6.5 <= took <= 9.5, took  # unchanged it would take about 4 s
