@@ -103,24 +103,29 @@ class SchedulerCore:
                 task = self.policy.next_task(host, self.cluster) if self.cluster.launchable else None
                 if task is None:
                     continue
-                self._check_launch(task, host)
-                self._start(task, host, now)
+                allocation = self.policy.launch_share(task, host, self.cluster) or task.demand
+                self._check_launch(task, host, allocation)
+                self._start(task, host, now, allocation)
                 launches.append(Launch(task, host.name))
                 if host.free_slots > 0:
                     taking.append(host)
             free = taking
         return launches
 
-    def _check_launch(self, task: Task, host: HostState) -> None:
+    def _check_launch(self, task: Task, host: HostState, allocation: Resources) -> None:
         if task.state is not TaskState.PENDING or task.job_id not in self.cluster.jobs:
             raise PolicyError(f"policy {self.policy.name} chose {task.task_id}, which is {task.state.value}")
         job = self.cluster.jobs[task.job_id]
         if task.kind is StageKind.REDUCE and not self.cluster.stage_released(job, task.stage):
             raise PolicyError(f"policy {self.policy.name} chose {task.task_id} before its parent stages released it")
-        if not host.can_run(task):
+        if not host.can_run(task, allocation):
             raise PolicyError(f"policy {self.policy.name} chose {task.task_id} for {host.name}, which has no room")
+        if allocation != task.demand and (allocation.memory_mb != task.demand.memory_mb
+                                          or allocation.cores <= 0 < task.demand.cores):
+            raise PolicyError(f"policy {self.policy.name} starts {task.task_id} with {allocation}: a share changes "
+                              f"cores (above 0) and rates, not memory")
 
-    def _start(self, task: Task, host: HostState, now: float) -> None:
+    def _start(self, task: Task, host: HostState, now: float, allocation: Resources | None = None) -> None:
         job = self.cluster.jobs[task.job_id]
         self.cluster.pending[job.job_id].remove(task)
         ready = job.stage_ready_s[task.stage]
@@ -129,7 +134,7 @@ class SchedulerCore:
         else:
             task.waited_s += max(0.0, now - max(ready, task.queued_s))
         task.state, task.host, task.started_s = TaskState.RUNNING, host.name, now
-        task.allocation = task.demand
+        task.allocation = allocation or task.demand
         host.start(task)
         load = remote_read_load(task.demand)
         source = self.cluster.read_source(task, host.name) if load.net_out_mbps else None
@@ -275,7 +280,7 @@ class SchedulerCore:
             self._expect(task, TaskState.RUNNING, "change the share of")
             host = self.cluster.hosts[task.host]
             old = task.allocation
-            if new.memory_mb != old.memory_mb or new.net_out_mbps != old.net_out_mbps or new.cores <= 0:
+            if new.memory_mb != old.memory_mb or new.net_out_mbps != old.net_out_mbps or new.cores <= 0 < old.cores:
                 raise PolicyError(f"policy {self.policy.name} gives {task.task_id} {new}: a share changes cores "
                                   f"(above 0) and rates, not memory")
             for name, wanted, held, free, capacity in zip(DIMENSIONS, new.vector(), old.vector(), host.free.vector(),

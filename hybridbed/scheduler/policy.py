@@ -14,6 +14,7 @@ A policy answers the scheduler's questions; it never talks to workers, the netwo
 - `plan_rows()`: the offline plan, one row per planned job, for the run's plan.csv.
 - `preempt(cluster)`: running tasks to suspend (frozen where they are, holding their container and memory),
   suspended ones to resume, tasks to kill (to run again from scratch); asked before every round of launches.
+- `launch_share(task, host, cluster)`: the share a task starts with (None: its demand).
 - `shares(cluster)`: new shares for running tasks (cores, and the rates of their disk reads, disk writes and
   network fetches), applied while they run.
 Both default to nothing, so policies that never preempt need not know of them. A policy with
@@ -84,6 +85,9 @@ class Policy:
 
     def preempt(self, cluster: ClusterState) -> list[Preemption]:
         return []
+
+    def launch_share(self, task: Task, host: HostState, cluster: ClusterState) -> Resources | None:
+        return None
 
     def shares(self, cluster: ClusterState) -> list[Share]:
         return []

@@ -254,6 +254,8 @@ class SchedulerServer:
             "partitions": [[partition_name(c), task.partition_for(c)] for c in self._consumers(task)],
             "output_bytes": task.output_bytes, "output_dir": _output_dir(task), **self._rates(task, demand),
         }
+        if task.allocation != demand:  # it starts with a smaller share: paced below its demand's caps
+            message["share"] = self._rates(task, task.allocation)
         if task.kind is StageKind.MAP:
             message["input"] = {"path": f"blocks/{task.input_block.block_id}", "sources": [
                 {"host": h, "ip": self.hosts[h]["ip"]} for h in self.cluster.input_sources(task)]}

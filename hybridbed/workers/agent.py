@@ -110,7 +110,7 @@ class WorkerAgent:
     def _launch(self, task: dict) -> None:
         key = f"{task['task_id']}.a{task['attempt']}"
         cgroup = TaskCgroup([Path(p) for p in self.args.cgroup_roots], self.args.cgroup_version, key)
-        cgroup.create(task["cores"], task["memory_mb"])
+        cgroup.create(task.get("share", task)["cores"], task["memory_mb"])
         task = {**task, "data_dir": str(self.data_dir), "compute_mode": self.args.compute_mode}
         proc = subprocess.Popen([sys.executable, "-m", "hybridbed.workers.task"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=cgroup.join_self)

@@ -243,12 +243,18 @@ def main() -> int:
     rates = Rates(task)
     notices: "queue.Queue[dict]" = queue.Queue()
 
+    def take_share(share: dict) -> None:
+        speed.set_cores(share["cores"])
+        rates.update(share)
+
+    if "share" in task:  # it starts with less than its demand
+        take_share(task["share"])
+
     def read_stdin() -> None:
         for line in sys.stdin:
             message = json.loads(line)
             if "share" in message:
-                speed.set_cores(message["share"]["cores"])
-                rates.update(message["share"])
+                take_share(message["share"])
             else:
                 notices.put(message)
 

@@ -24,6 +24,7 @@ policy maps pools onto the cluster is the policy's business.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Hashable
 
 import numpy as np
 from scipy.optimize import linprog
@@ -47,6 +48,43 @@ def mua(shares: list[tuple[float, ...]]) -> list[float]:
     if not result.success:
         raise RuntimeError(f"MUA's LP failed: {result.message}")
     return [float(k) for k in np.clip(result.x, 0.0, 1.0)]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A subtask as DRP weighs it: its dominant-resource group, its DRP (Eq. 10, or Eq. 12 when it is not
+    eligible yet) and the subtasks that wait for it."""
+    key: Hashable
+    group: int
+    drp: float
+    eligible: bool
+    successors: tuple[Hashable, ...] = ()
+
+
+def drp_pick(candidates: list[Candidate], lookahead: float = 1.0) -> list[Candidate]:
+    """DRP (Alg. 2): per dominant-resource group, the eligible candidate with the smallest DRP, except that
+    the second goes first when it is within `lookahead` (one slot) of the first and a successor of it is
+    the best of its own group; where some picks are predecessors of another group's best (waiting)
+    successor, only those."""
+    groups: dict[int, list[Candidate]] = {}
+    for candidate in sorted(candidates, key=lambda c: (c.drp, str(c.key))):
+        groups.setdefault(candidate.group, []).append(candidate)
+    best_of_group = {group: members[0].key for group, members in groups.items()}
+    by_key = {c.key: c for c in candidates}
+
+    def unlocks(candidate: Candidate) -> bool:
+        return any(best_of_group.get(by_key[n].group) == n for n in candidate.successors if n in by_key)
+
+    chosen = []
+    for members in groups.values():
+        eligible = [c for c in members if c.eligible]
+        if not eligible:
+            continue
+        first = eligible[0]
+        if len(eligible) > 1 and eligible[1].drp - first.drp <= lookahead and unlocks(eligible[1]):
+            first = eligible[1]
+        chosen.append(first)
+    return [c for c in chosen if unlocks(c)] or chosen
 
 
 @dataclass
@@ -94,28 +132,11 @@ class PoolSimulation:
         return max(self.drp(self.subtasks[b]) for b in sub.after) + sub.length
 
     def pick(self) -> list[Subtask]:
-        """DRP: per dominant-resource group, the eligible subtask with the smallest DRP (look-ahead rule
-        applied); the predecessors of another group's best waiting successor go first."""
+        """DRP's picks among the subtasks not finished (see `drp_pick`)."""
         waiting = [s for s in self.subtasks.values() if s.finished_at is None]
-        groups: dict[int, list[Subtask]] = {}
-        for sub in sorted(waiting, key=lambda s: (self.drp(s), s.key)):
-            groups.setdefault(sub.group, []).append(sub)
-        best_of_group = {group: subs[0].key for group, subs in groups.items()}
-        chosen = []
-        for subs in groups.values():
-            eligible = [s for s in subs if s.eligible_at is not None]
-            if not eligible:
-                continue
-            first = eligible[0]
-            if len(eligible) > 1:
-                second = eligible[1]
-                ahead = any(best_of_group.get(self.subtasks[n].group) == n for n in self.successors.get(second.key, ()))
-                if self.drp(second) - self.drp(first) <= 1.0 and ahead:
-                    first = second
-            chosen.append(first)
-        unlocking = [s for s in chosen if any(best_of_group.get(self.subtasks[n].group) == n
-                                              for n in self.successors.get(s.key, ()))]
-        return unlocking or chosen
+        picked = drp_pick([Candidate(s.key, s.group, self.drp(s), s.eligible_at is not None,
+                                     tuple(self.successors.get(s.key, ()))) for s in waiting])
+        return [self.subtasks[c.key] for c in picked]
 
     def step(self) -> None:
         """One slot: DRP's picks served at MUA's rates; a subtask whose remainder fits what is left of the
