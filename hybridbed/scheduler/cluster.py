@@ -66,6 +66,14 @@ class HostState:
         if task is not None:
             self._use(self.used - task.allocation)
 
+    def room_for(self, task: Task) -> Resources:
+        """What the host's capacity leaves for a task running here beside its other tasks (what it serves
+        to tasks elsewhere not counted: that is over-allocated as at a launch)."""
+        others = self.used - task.allocation
+        for load in self.serving.values():
+            others = others - load
+        return self.capacity - others
+
     def reallocate(self, task: Task, allocation: Resources) -> None:
         """A task here now holds `allocation` instead of what it held (suspended, resumed, a new CPU share)."""
         self._use(self.used - task.allocation + allocation)

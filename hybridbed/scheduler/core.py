@@ -283,11 +283,11 @@ class SchedulerCore:
             if new.memory_mb != old.memory_mb or new.net_out_mbps != old.net_out_mbps or new.cores <= 0 < old.cores:
                 raise PolicyError(f"policy {self.policy.name} gives {task.task_id} {new}: a share changes cores "
                                   f"(above 0) and rates, not memory")
-            for name, wanted, held, free, capacity in zip(DIMENSIONS, new.vector(), old.vector(), host.free.vector(),
-                                                          host.capacity.vector()):
-                if wanted < 0 or (name == "cores" or capacity > 0) and wanted > held + free + 1e-9:
+            for name, wanted, room, capacity in zip(DIMENSIONS, new.vector(), host.room_for(task).vector(),
+                                                    host.capacity.vector()):
+                if wanted < 0 or (name == "cores" or capacity > 0) and wanted > room + 1e-9:
                     raise PolicyError(f"policy {self.policy.name} gives {task.task_id} {name} {wanted:g}; "
-                                      f"{held + free:g} are there for it on {host.name}")
+                                      f"{room:g} are there for it on {host.name}")
             self._reallocate(task, self.cluster.jobs[task.job_id], host, new)
             done.append(TaskAction(task, task.attempt, task.host, "share", new))
         return done

@@ -37,13 +37,16 @@ def dominant(shares: tuple[float, ...]) -> int:
     return max(range(len(shares)), key=lambda r: (shares[r], -r))
 
 
-def mua(shares: list[tuple[float, ...]]) -> list[float]:
-    """MUA's LP (Eq. 9): each subtask's rate k in [0, 1] (the fraction of `shares` it gets per slot) so that
-    the pool's use, summed over its resources, is as large as the capacity allows."""
+def mua(shares: list[tuple[float, ...]], floor: float = 0.0) -> list[float]:
+    """MUA's LP (Eq. 9): each subtask's rate k in [floor, 1] (the fraction of `shares` it gets per slot) so
+    that the pool's use, summed over its resources, is as large as the capacity allows (the floor is
+    dropped when the subtasks cannot all have it)."""
     if not shares:
         return []
     a = np.asarray(shares, dtype=float)  # subtasks x resources
-    result = linprog(-a.sum(axis=1), A_ub=a.T, b_ub=np.ones(a.shape[1]), bounds=[(0.0, 1.0)] * len(shares),
+    if floor > 0 and np.any(a.sum(axis=0) * floor > 1.0):
+        floor = 0.0
+    result = linprog(-a.sum(axis=1), A_ub=a.T, b_ub=np.ones(a.shape[1]), bounds=[(floor, 1.0)] * len(shares),
                      method="highs")
     if not result.success:
         raise RuntimeError(f"MUA's LP failed: {result.message}")
