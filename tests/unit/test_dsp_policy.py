@@ -83,14 +83,26 @@ def test_a_task_waits_while_it_could_run_and_not_before():
 
 def test_aalo_moves_a_job_down_its_queues_as_it_is_served():
     policy = AaloPolicy(queues=3, first_queue_core_s=10.0, multiplier=10.0)
-    job = build_job(chain("j"), CONTAINER)
-    assert policy.queue_of(job, 0.0) == 0
-    job.stage_done[0] = 2  # 2 tasks x 1 core x 4 s
-    assert policy.attained_core_s(job, 0.0) == pytest.approx(8.0) and policy.queue_of(job, 0.0) == 0
-    job.stage_done[1] = 1
-    assert policy.queue_of(job, 0.0) == 1  # 10 core-seconds
-    job.stage_done[0] = 50
-    assert policy.queue_of(job, 0.0) == 2  # beyond 100: the last queue
+    cluster = ClusterState(1, {"h": HostState("h", 0, 4, Resources(4, 1024))}, 1.0)
+    core = SchedulerCore(policy, cluster, random.Random(1))
+    small, big = build_job(chain("small"), CONTAINER), build_job(dag_spec("big", 0.0, (
+        StageSpec("a", 30, 4.0, (), input_bytes=100, output_bytes=10),)), CONTAINER)
+    core.submit(small, 0.0)
+    core.submit(big, 0.0)
+    assert policy.queue_of(small, cluster) == policy.queue_of(big, cluster) == 0
+    for task in small.stages[0].tasks:  # 2 tasks x 1 core x 4 s handed out
+        core._start(task, cluster.hosts["h"], 0.0)
+    assert policy.attained_core_s(small, cluster) == pytest.approx(8.0) and policy.queue_of(small, cluster) == 0
+    core._start(big.stages[0].tasks[0], cluster.hosts["h"], 0.0)
+    core._start(big.stages[0].tasks[1], cluster.hosts["h"], 0.0)
+    core.task_finished(small.stages[0].tasks[0].task_id, 0, 4.0)
+    core.task_finished(small.stages[0].tasks[1].task_id, 0, 4.0)
+    core._start(small.stages[1].tasks[0], cluster.hosts["h"], 4.0)
+    assert policy.queue_of(small, cluster) == 1  # 10 core-seconds
+    assert policy.queue_of(big, cluster) == 0 and policy.job_order(cluster)[0] is big  # the less served goes first
+    for task in big.stages[0].tasks[2:]:
+        core._start(task, cluster.hosts["h"], 5.0)
+    assert policy.queue_of(big, cluster) == 2  # 120 core-seconds: beyond 100, the last queue
 
 
 @pytest.fixture(scope="module")

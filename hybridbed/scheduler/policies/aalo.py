@@ -3,8 +3,9 @@ a coflow and its tasks its flows. Jobs sit in priority queues by the service the
 queue k holds jobs with attained service in [Q·E^(k-1), Q·E^k), the last queue everything beyond), a
 higher queue is served first (strict priority, as PIAS coordinates its queues), first in, first out within
 a queue, so a job sinks as it receives service and short jobs finish first without knowing job sizes.
-Service is counted in core-seconds (the task's cores times its duration at its allotted rates for every
-finished task, times the time it has run so far for every running one), as Aalo counts bytes sent.
+Service is the work handed out so far, in core-seconds: each started or finished task's cores times its
+duration at its allotted rates (Aalo counts the bytes a coflow has sent; a task's work is granted when it
+starts, and counting it then keeps a decision's cost to the job's stages, not its tasks).
 No deadlines, no preemption; a job's runnable stages go breadth-first, the first task that fits the host's
 cores and memory starts, as in the Tez baselines.
 """
@@ -14,7 +15,7 @@ import math
 
 from hybridbed.scheduler.cluster import ClusterState
 from hybridbed.scheduler.dag_paths import stage_levels
-from hybridbed.scheduler.model import Job, TaskState
+from hybridbed.scheduler.model import Job
 from hybridbed.scheduler.policies.dag_order import StageOrderPolicy
 from hybridbed.scheduler.transfers import expected_duration_s
 
@@ -35,18 +36,21 @@ class AaloPolicy(StageOrderPolicy):
     def ranks(self, job: Job) -> list[float]:
         return [float(level) for level in stage_levels(job)]
 
-    def attained_core_s(self, job: Job, now: float) -> float:
-        done = sum(n * stage.tasks[0].demand.cores * expected_duration_s(stage.tasks[0])
-                   for stage, n in zip(job.stages, job.stage_done) if n)
-        running = sum(t.allocation.cores * (now - t.started_s) for t in job.tasks if t.state is TaskState.RUNNING)
-        return done + running
+    def attained_core_s(self, job: Job, cluster: ClusterState) -> float:
+        pending = cluster.pending[job.job_id].stages
+        served = 0.0
+        for i, stage in enumerate(job.stages):
+            started = len(stage.tasks) - (len(pending[i].tasks) if i in pending else 0)
+            if started:
+                served += started * stage.tasks[0].demand.cores * expected_duration_s(stage.tasks[0])
+        return served
 
-    def queue_of(self, job: Job, now: float) -> int:
-        service = self.attained_core_s(job, now)
+    def queue_of(self, job: Job, cluster: ClusterState) -> int:
+        service = self.attained_core_s(job, cluster)
         if service < self.first_queue_core_s:
             return 0
         return min(self.queues - 1, 1 + int(math.log(service / self.first_queue_core_s, self.multiplier)))
 
     def job_order(self, cluster: ClusterState) -> list[Job]:
         return sorted(cluster.launchable.values(),
-                      key=lambda j: (self.queue_of(j, cluster.now), j.spec.arrival_s, j.job_id))
+                      key=lambda j: (self.queue_of(j, cluster), j.spec.arrival_s, j.job_id))

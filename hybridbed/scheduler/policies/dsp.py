@@ -4,7 +4,9 @@ preemption baselines of its evaluation (§V), which start from the same plan.
 
 Plan (§III): every `period_s` the pending tasks get a target host and a start time
 (`planning.dsp_schedule`: a time-indexed MILP with HiGHS under a time limit, the list schedule when it has
-nothing better); a job arriving between periods is list-scheduled into the plan at once. Each host serves
+nothing better); a job arriving between periods is list-scheduled into the plan at once. A plan holds
+the `plan_tasks` oldest pending tasks (400: the paper's jobs of thousands of tasks are beyond any MILP);
+when fewer than half of them still wait, the next ones are list-scheduled in. Each host serves
 its queue in planned start order, a task once its parent stages are done; a host whose queue has nothing
 it can start takes the earliest planned task another host has not started (work conservation; the paper
 leaves idle hosts unsaid).
@@ -86,9 +88,11 @@ class DspPolicy(Policy):
     def __init__(self, period_s: float = 60.0, epoch_s: float = 2.0, milp_time_limit_s: float = 5.0,
                  buckets: int = 12, delta: float = 0.35, tau_periods: float = 0.05, rho: float = 2.0,
                  gamma: float = priorities_model.GAMMA, omega: tuple[float, float, float] = priorities_model.OMEGA,
-                 epsilon_s: float | None = None, default_slack: float = 2.0, production_slack: float = 2.0):
+                 epsilon_s: float | None = None, default_slack: float = 2.0, production_slack: float = 2.0,
+                 plan_tasks: int = 400):
         for name, value in (("period_s", period_s), ("epoch_s", epoch_s), ("buckets", buckets),
-                            ("default_slack", default_slack), ("production_slack", production_slack)):
+                            ("default_slack", default_slack), ("production_slack", production_slack),
+                            ("plan_tasks", plan_tasks)):
             if value <= 0:
                 raise ValueError(f"{name} must be positive, got {value}")
         if milp_time_limit_s < 0:
@@ -102,6 +106,8 @@ class DspPolicy(Policy):
         self.gamma, self.omega = gamma, tuple(omega)
         self.epsilon_s = epoch_s if epsilon_s is None else epsilon_s
         self.default_slack, self.production_slack = default_slack, production_slack
+        self.plan_tasks = plan_tasks
+        self._beyond_plan = False  # pending tasks were left out of the plan (it holds plan_tasks at most)
         self._info: dict[str, JobInfo] = {}
         self._planned: dict[str, tuple[str, float]] = {}  # task -> (host, start)
         self._queues: dict[str, list[Task]] = {}  # host -> its planned tasks, by start
@@ -113,6 +119,7 @@ class DspPolicy(Policy):
         self._quiet_until: dict[str, float] = {}  # task -> not preempted before
         self._periods: list[dict] = []
         self._acted: set[str] = set()  # tasks suspended or resumed in this round: not victims again
+        self._held: dict[str, Task] = {}  # tasks it suspended (until resumed, killed or done)
 
     # planning -------------------------------------------------------------------------------------
     def job_arrived(self, job: Job, cluster: ClusterState) -> None:
@@ -145,6 +152,9 @@ class DspPolicy(Policy):
                                       tuple(f"{job.job_id}/{p}" for p in parents if p in groups),
                                       expected_duration_s(task), task.demand.cores, ready, info.deadline_s))
                 keyed[task.task_id] = task
+        self._beyond_plan = len(tasks) > self.plan_tasks
+        tasks = tasks[:self.plan_tasks]  # the oldest jobs' tasks, parents before children
+        keyed = {t.key: keyed[t.key] for t in tasks}
         hosts = [PlanHost(h.name, h.capacity.cores, h.slots,
                           tuple((self._expected_end(t, now), t.allocation.cores) for t in h.running.values()))
                  for h in cluster.hosts.values() if h.alive]
@@ -158,6 +168,9 @@ class DspPolicy(Policy):
             self._periods.append({"time_s": round(now, 3), "tasks": len(tasks), "solver": schedule.solver,
                                   "objective_s": round(schedule.objective, 3),
                                   "wall_s": round(time.perf_counter() - started, 3)})
+
+    def _planned_pending(self) -> int:
+        return sum(1 for t in self._order if t.state is TaskState.PENDING)
 
     def plan_rows(self) -> list[dict]:
         return self._periods
@@ -211,22 +224,27 @@ class DspPolicy(Policy):
         if now >= self._next_period and cluster.jobs:
             self._plan(cluster, use_milp=True)
             self._next_period, self._replan = now + self.period_s, False
-        elif self._replan:
+        elif self._replan or (self._beyond_plan and self._planned_pending() < self.plan_tasks // 2):
             self._plan(cluster, use_milp=False)
             self._replan = False
+        self._held = {k: t for k, t in self._held.items() if t.state is TaskState.SUSPENDED}
+        epoch = now >= self._next_epoch
+        if not self._held and not epoch:
+            return []  # nothing to resume, and no epoch yet: every round of a large cluster asks
         actions: list[Preemption] = []
         self._acted = set()
         budgets = {h.name: Budget(h.free.cores, h.free.memory_mb, h.free_slots) for h in cluster.hosts.values()
                    if h.alive}
-        for host in cluster.hosts.values():
-            if host.alive:
-                actions += self._resume(host, cluster, budgets[host.name])
-        if now >= self._next_epoch:
+        for name in sorted({t.host for t in self._held.values()}):
+            if name in budgets:
+                actions += self._resume(cluster.hosts[name], cluster, budgets[name])
+        if epoch:
             self._next_epoch = now + self.epoch_s
             priorities = _Priorities(self, cluster)
             for host in cluster.hosts.values():
                 if host.alive and not self._promised.get(host.name):
                     actions += self._preempt_on(host, cluster, budgets, priorities)
+        self._held.update((a.task.task_id, a.task) for a in actions if a.action == "suspend")
         return actions
 
     def _resume(self, host: HostState, cluster: ClusterState, budget: Budget) -> list[Preemption]:
