@@ -3,6 +3,7 @@ a small DAG workload in the simulator."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -15,7 +16,7 @@ from hybridbed.scheduler.planning.dsp_schedule import PlanHost, PlanTask, list_s
 from hybridbed.scheduler.policies.aalo import AaloPolicy
 from hybridbed.scheduler.policies.fifo import FifoPolicy
 from hybridbed.simulator.run import run_simulation
-from hybridbed.testbed.scenario import Scenario
+from tests.small_scenarios import small_dsp
 
 CONTAINER = Resources(1, 256)
 
@@ -106,25 +107,12 @@ def test_aalo_moves_a_job_down_its_queues_as_it_is_served():
 
 
 @pytest.fixture(scope="module")
-def dsp_runs(tmp_path_factory) -> dict[str, pd.DataFrame]:
-    """A small DSP scenario (8 DAG jobs with tight deadlines on 4 hosts of 4 cores) under each policy."""
+def dsp_runs(tmp_path_factory) -> dict[str, Path]:
+    """The small DSP scenario under each policy."""
     out = tmp_path_factory.mktemp("dsp")
-    runs = {}
     for policy in ("dsp", "tetris", "tetris-nodep", "amoeba", "srpt"):
-        scenario = Scenario.model_validate({
-            "name": "dsp-small", "backend": "simulation", "seed": 3, "scale": 0.01,
-            "fabric": {"racks": 2, "hosts_per_rack": 2, "host_rate_mbps": 10, "variant": "eps"},
-            "workers": {"slots_per_host": 8, "cores_per_host": 4, "memory_mb_per_host": 16000,
-                        "container": {"cores": 1, "memory_mb": 1000}, "resume_overhead_s": 0.5},
-            "workload": {"source": "dag", "jobs": 8, "arrival_window_s": 60, "deadline_slack": [1.2, 2.0],
-                         "dag": {"benchmark": "tpch", "templates": 4, "fact_tasks": 6, "reduce_input_mb": 16,
-                                 "max_tasks": 6},
-                         "suite": {"block_mb": 16, "cpu_heavy_cores": 2, "cpu_heavy_s": 6, "io_heavy_s": 2,
-                                   "memory_gb": [1, 2]}},
-            "scheduler": {"policy": policy, "policy_params": {"dsp": {"milp_time_limit_s": 0.5}}}})
-        run_simulation(scenario, out / policy)
-        runs[policy] = out / policy
-    return runs
+        run_simulation(small_dsp(policy), out / policy)
+    return {policy: out / policy for policy in ("dsp", "tetris", "tetris-nodep", "amoeba", "srpt")}
 
 
 def test_dsp_preempts_keeps_every_dependency_and_resumes_what_it_suspends(dsp_runs):

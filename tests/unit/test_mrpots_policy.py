@@ -12,7 +12,7 @@ from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.model import JobSpec, Resources, build_job
 from hybridbed.scheduler.policies.mrpots import DrfqPolicy, FifoLmPolicy, MrPotsPolicy, rate_shares
 from hybridbed.simulator.run import run_simulation
-from hybridbed.testbed.scenario import Scenario
+from tests.small_scenarios import small_mrpots
 
 HOST = Resources(4, 16000, disk_read_mbps=16, disk_write_mbps=16, net_in_mbps=10, net_out_mbps=10)
 CPU_HEAVY = Resources(3, 1000, disk_write_mbps=4)  # dominant: cores (3/4)
@@ -92,18 +92,7 @@ def mrpots_runs(tmp_path_factory):
     out = tmp_path_factory.mktemp("mrpots")
     runs = {}
     for policy in ("mrpots", "fifo-lm", "drfq", "cpm"):
-        scenario = Scenario.model_validate({
-            "name": "mrpots-small", "backend": "simulation", "seed": 2, "scale": 0.01,
-            "fabric": {"racks": 2, "hosts_per_rack": 2, "host_rate_mbps": 10, "variant": "eps"},
-            "workers": {"slots_per_host": 8, "cores_per_host": 4, "memory_mb_per_host": 16000,
-                        "disk_read_mbps_per_host": 16, "disk_write_mbps_per_host": 16,
-                        "container": {"cores": 1, "memory_mb": 1000}},
-            "workload": {"source": "tetris-suite", "jobs": 8, "arrival_window_s": 30,
-                         "suite": {"maps_large": 12, "maps_medium": 6, "maps_small": 3, "block_mb": 400,
-                                   "cpu_heavy_cores": 3, "io_share": 1.0, "cpu_heavy_s": 4, "io_heavy_s": 0.5,
-                                   "memory_gb": [1, 2]}},
-            "scheduler": {"policy": policy}})
-        runs[policy] = run_simulation(scenario, out / policy)
+        runs[policy] = run_simulation(small_mrpots(policy), out / policy)
         runs[policy]["dir"] = out / policy
     return runs
 
