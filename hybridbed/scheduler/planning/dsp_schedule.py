@@ -5,22 +5,24 @@ The paper's model is non-linear (products of assignment and start-time variables
 constraints) and holds one task per node. Here it is linearised as a time-indexed MILP over the hosts'
 cores and containers, which also lets a host run several tasks at once:
 
-- z[t, b] = 1 when task t starts in time bucket b (bucket length Δ = the list schedule's span over
-  `buckets`, a task lasting ⌈duration / Δ⌉ buckets); one start per task (Eqs. 9-10);
+- n[g, b]: how many tasks of stage g start in time bucket b (bucket length Δ = the list schedule's span
+  over `buckets`, a task lasting its duration / Δ buckets, rounded, at least one); each task starts once
+  (Eqs. 9-10);
 - in every bucket the tasks running fit the cluster's cores and containers, those already running counted
   until their expected end (the disjunctive Eqs. 5 and 8 become a capacity sum). The node index is
-  relaxed, as the paper suggests: hosts are assigned afterwards, first fit in the MILP's start order, each
-  task no earlier than its MILP start (later where no host has room then: the cluster-wide sum does not
-  see how the cores are split among hosts);
+  relaxed, as the paper suggests: the MILP's start times give the order, and the list schedule in that
+  order assigns each task its host and its start (the buckets' rounding and the cluster-wide sum, which
+  does not see how cores are split among hosts, stay out of the final times);
 - a task starts after every task of the groups (stages) it depends on ends (Eq. 7), and not before it may
   (its parents already running); deadlines (Eq. 6) are soft: lateness is minimised with the makespan,
-  so a period whose deadlines cannot all be met still gets a schedule;
+  so a period whose deadlines cannot all be met still gets a schedule; tasks may also go to an overflow
+  bucket past the horizon at a high cost, so the model always has a solution;
 - objective: makespan + total lateness per job + 0.001 × the start times (no task later than it need be).
 
 scipy's HiGHS solves it with a time limit; when it finds no schedule in time, or its schedule is worse than
 the list schedule it started from (greedy, earliest start first in the caller's order), the list schedule
 stands. A time-indexed model with a host index (z[t, h, b]) was tried first: HiGHS found no feasible
-point for 66 tasks on 4 hosts in 20 s, where the relaxed one solves in well under the limit. The paper's preemption-overhead term (N^p · (t_r + σ)) is left out: the number of preemptions a
+point for 66 tasks on 4 hosts in 20 s; the relaxed one, per stage, solves such a period in about a second. The paper's preemption-overhead term (N^p · (t_r + σ)) is left out: the number of preemptions a
 task will see is not known when it is planned.
 """
 from __future__ import annotations
@@ -60,6 +62,8 @@ class Schedule:
     starts: dict[str, tuple[str, float]]  # task -> (host, start)
     solver: str  # "milp", or "list" when the MILP found nothing better in time
     objective: float
+    list_objective: float
+    milp_objective: float | None  # the list schedule in the MILP's order; None: no MILP solution in time
 
 
 def objective(tasks: list[PlanTask], starts: dict[str, tuple[str, float]], now: float) -> float:
@@ -94,16 +98,14 @@ class _Timeline:
         return math.inf  # the task is larger than the host
 
 
-def list_schedule(tasks: list[PlanTask], hosts: list[PlanHost], now: float,
-                  not_before: dict[str, float] | None = None) -> dict[str, tuple[str, float]]:
+def list_schedule(tasks: list[PlanTask], hosts: list[PlanHost], now: float) -> dict[str, tuple[str, float]]:
     """Greedy: each task in the given (topological) order at the earliest time and host it fits, after the
-    tasks of the groups it depends on (and not before `not_before`'s time for it, if given)."""
+    tasks of the groups it depends on."""
     timelines = [_Timeline(h, now) for h in hosts]
     group_end: dict[str, float] = {}
     starts = {}
     for task in tasks:
-        ready = max([task.ready_s, now, (not_before or {}).get(task.key, now)]
-                    + [group_end.get(g, now) for g in task.after])
+        ready = max([task.ready_s, now] + [group_end.get(g, now) for g in task.after])
         start, line = min(((tl.earliest(ready, task.duration_s, task.cores), i) for i, tl in enumerate(timelines)))
         if math.isinf(start):
             raise ValueError(f"task {task.key} ({task.cores:g} cores) fits no host")
@@ -119,16 +121,18 @@ def plan(tasks: list[PlanTask], hosts: list[PlanHost], now: float, time_limit_s:
     greedy = list_schedule(tasks, hosts, now)
     greedy_value = objective(tasks, greedy, now)
     if not tasks or time_limit_s <= 0:
-        return Schedule(greedy, "list", greedy_value)
+        return Schedule(greedy, "list", greedy_value, greedy_value, None)
     span = max(greedy[t.key][1] + t.duration_s for t in tasks) - now
     times = _solve_milp(tasks, hosts, now, max(span, 1e-3) / buckets, buckets, time_limit_s)
     if times is not None:  # tasks the MILP left past its horizon go after, in the caller's order
         position = {t.key: i for i, t in enumerate(tasks)}
         order = sorted(tasks, key=lambda t: (t.key not in times, times.get(t.key, 0.0), position[t.key]))
-        solved = list_schedule(order, hosts, now, not_before=times)
-        if (value := objective(tasks, solved, now)) < greedy_value - 1e-9:
-            return Schedule(solved, "milp", value)
-    return Schedule(greedy, "list", greedy_value)
+        solved = list_schedule(order, hosts, now)
+        value = objective(tasks, solved, now)
+        if value < greedy_value - 1e-9:
+            return Schedule(solved, "milp", value, greedy_value, value)
+        return Schedule(greedy, "list", greedy_value, greedy_value, value)
+    return Schedule(greedy, "list", greedy_value, greedy_value, None)
 
 
 def _solve_milp(tasks: list[PlanTask], hosts: list[PlanHost], now: float, step: float, buckets: int,
@@ -142,7 +146,7 @@ def _solve_milp(tasks: list[PlanTask], hosts: list[PlanHost], now: float, step: 
         groups.setdefault(task.group, []).append(task)
     names = list(groups)
     first_of = {g: groups[g][0] for g in names}
-    lengths = {g: max(1, math.ceil(max(t.duration_s for t in groups[g]) / step - 1e-9)) for g in names}
+    lengths = {g: max(1, round(max(t.duration_s for t in groups[g]) / step)) for g in names}
     horizon = 2 * buckets + max(lengths.values())  # room beyond the list schedule's span: rounding takes some
     columns: list[tuple[str, int]] = []  # (group, bucket) of each n (and of the u right after all n)
     for g in names:

@@ -165,8 +165,11 @@ class DspPolicy(Policy):
         for task in self._order:
             self._queues.setdefault(schedule.starts[task.task_id][0], []).append(task)
         if use_milp:
+            milp = schedule.milp_objective
             self._periods.append({"time_s": round(now, 3), "tasks": len(tasks), "solver": schedule.solver,
                                   "objective_s": round(schedule.objective, 3),
+                                  "list_objective_s": round(schedule.list_objective, 3),
+                                  "milp_objective_s": "" if milp is None else round(milp, 3),
                                   "wall_s": round(time.perf_counter() - started, 3)})
 
     def _planned_pending(self) -> int:
