@@ -3,8 +3,9 @@
 A heartbeat is one host with free containers asking for work; the decision is the policy's preemptions
 and share changes, then its choice of tasks for that host, plus the core's bookkeeping (SchedulerCore.act
 and .schedule, as both backends call them every round, on a cluster where only that host has room; a
-heartbeat's second counts as a second of run time, so periodic work such as DSP's plan shows in the p99). Target: <= 0.2 ms at 15K pending tasks (the YARN Fair / Tetris figure); JobPacker claims the same
-cost as Fair. The jobs are recurring and shuffle-heavy, so planning policies plan them first (their
+heartbeat's second counts as a second of run time, so periodic work such as DSP's plan shows in the p99).
+Target: <= 0.2 ms at 15K pending tasks (the YARN Fair / Tetris figure); JobPacker claims the same cost as
+Fair. The jobs are recurring and shuffle-heavy, so planning policies plan them first (their
 offline planning time is printed too). No root needed:
     .venv/bin/python bench/scheduler.py
 """

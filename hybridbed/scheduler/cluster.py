@@ -75,7 +75,7 @@ class HostState:
         return self.capacity - others
 
     def reallocate(self, task: Task, allocation: Resources) -> None:
-        """A task here now holds `allocation` instead of what it held (suspended, resumed, a new CPU share)."""
+        """A task here now holds `allocation` instead of what it held (suspended, resumed, a new share)."""
         self._use(self.used - task.allocation + allocation)
 
     def hold(self, task_id: str, load: Resources) -> None:

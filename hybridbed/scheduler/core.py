@@ -120,10 +120,7 @@ class SchedulerCore:
             raise PolicyError(f"policy {self.policy.name} chose {task.task_id} before its parent stages released it")
         if not host.can_run(task, allocation):
             raise PolicyError(f"policy {self.policy.name} chose {task.task_id} for {host.name}, which has no room")
-        if allocation != task.demand and (allocation.memory_mb != task.demand.memory_mb
-                                          or allocation.cores <= 0 < task.demand.cores):
-            raise PolicyError(f"policy {self.policy.name} starts {task.task_id} with {allocation}: a share changes "
-                              f"cores (above 0) and rates, not memory")
+        self._check_share_shape(task, task.demand, allocation)
 
     def _start(self, task: Task, host: HostState, now: float, allocation: Resources | None = None) -> None:
         job = self.cluster.jobs[task.job_id]
@@ -279,10 +276,7 @@ class SchedulerCore:
             task, new = share.task, share.allocation
             self._expect(task, TaskState.RUNNING, "change the share of")
             host = self.cluster.hosts[task.host]
-            old = task.allocation
-            if new.memory_mb != old.memory_mb or new.net_out_mbps != old.net_out_mbps or new.cores <= 0 < old.cores:
-                raise PolicyError(f"policy {self.policy.name} gives {task.task_id} {new}: a share changes cores "
-                                  f"(above 0) and rates, not memory")
+            self._check_share_shape(task, task.allocation, new)
             for name, wanted, room, capacity in zip(DIMENSIONS, new.vector(), host.room_for(task).vector(),
                                                     host.capacity.vector()):
                 if wanted < 0 or (name == "cores" or capacity > 0) and wanted > room + 1e-9:
@@ -291,6 +285,14 @@ class SchedulerCore:
             self._reallocate(task, self.cluster.jobs[task.job_id], host, new)
             done.append(TaskAction(task, task.attempt, task.host, "share", new))
         return done
+
+    def _check_share_shape(self, task: Task, held: Resources, share: Resources) -> None:
+        """A share changes a task's cores (never to none) and its rates; its memory and what it is served
+        elsewhere stay as they are."""
+        if (share.memory_mb != held.memory_mb or share.net_out_mbps != held.net_out_mbps
+                or share.cores <= 0 < held.cores):
+            raise PolicyError(f"policy {self.policy.name} gives {task.task_id} {share}: a share changes cores "
+                              f"(above 0) and rates, not memory")
 
     def _end_suspension(self, task: Task) -> None:
         """A suspended task runs again or is requeued: its time suspended counts as waiting."""

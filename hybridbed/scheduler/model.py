@@ -101,7 +101,8 @@ class JobSpec:
             if stage.input_bytes < 0 or stage.output_bytes < 0 or stage.compute_s < 0:
                 raise ValueError(f"{where}: input_bytes, output_bytes and compute_s must not be negative")
         if self.deadline_s is not None and self.deadline_s <= self.arrival_s:
-            raise ValueError(f"job {self.job_id}: deadline_s {self.deadline_s:g} is not after arrival_s {self.arrival_s:g}")
+            raise ValueError(f"job {self.job_id}: deadline_s {self.deadline_s:g} is not after "
+                             f"arrival_s {self.arrival_s:g}")
         if self.n_maps < 1:
             raise ValueError(f"job {self.job_id}: n_maps must be at least 1, got {self.n_maps}")
         if self.n_reduces < 0:

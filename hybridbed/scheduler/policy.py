@@ -17,7 +17,7 @@ A policy answers the scheduler's questions; it never talks to workers, the netwo
 - `launch_share(task, host, cluster)`: the share a task starts with (None: its demand).
 - `shares(cluster)`: new shares for running tasks (cores, and the rates of their disk reads, disk writes and
   network fetches), applied while they run.
-Both default to nothing, so policies that never preempt need not know of them. A policy with
+The last three default to nothing, so policies that never preempt or share need not know of them. A policy with
 `respects_precedence = False` may start a DAG stage's tasks once their parent tasks have started, before they
 are done (each such start is a dependency-order violation, a disorder, counted per job). Policies register under
 the entry point group `hybridbed.policies`; a third-party package adds one without touching hybridbed.

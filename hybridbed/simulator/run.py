@@ -1,8 +1,9 @@
 """One simulated run of a scenario under one policy, into a results directory like an emulated run's.
 
 The directory gets the resolved scenario first, then jobs.csv, tasks.csv, flows.csv (with each flow's
-path), ocs_events.csv, preemptions.csv and allocation.csv as the simulation goes (flushed at least every second of wall-clock time),
-plan.csv, and summary.json at the end, also when the run fails. Times are simulated seconds.
+path), ocs_events.csv, preemptions.csv and allocation.csv as the simulation goes (flushed at least every
+second of wall-clock time), plan.csv, and summary.json at the end, also when the run fails. Times are
+simulated seconds.
 """
 from __future__ import annotations
 

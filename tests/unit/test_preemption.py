@@ -163,7 +163,8 @@ def simulate_one_task(tmp_path, script: list[tuple[float, str, float | None]], o
                     "disk_read_mbps_per_host": 8 if writes else 0, "disk_write_mbps_per_host": 8 if writes else 0},
         "scheduler": {"policy": "fifo"}})
     logs = ResultLogs(*(CsvLog(tmp_path / f"{name}.csv", fields) for name, fields in (
-        ("jobs", ["job_id"]), ("tasks", TASK_FIELDS), ("flows", ["task_id"]), ("ocs", ["seq"]), ("actions", ACTION_FIELDS))),
+        ("jobs", ["job_id"]), ("tasks", TASK_FIELDS), ("flows", ["task_id"]), ("ocs", ["seq"]),
+        ("actions", ACTION_FIELDS))),
                       AllocationTimeline(tmp_path / "allocation.csv"))
     simulation = Simulation(scenario, logs)
     simulation.core.policy = OnTheClock(script)

@@ -22,8 +22,9 @@ cores and containers, which also lets a host run several tasks at once:
 scipy's HiGHS solves it with a time limit; when it finds no schedule in time, or its schedule is worse than
 the list schedule it started from (greedy, earliest start first in the caller's order), the list schedule
 stands. A time-indexed model with a host index (z[t, h, b]) was tried first: HiGHS found no feasible
-point for 66 tasks on 4 hosts in 20 s; the relaxed one, per stage, solves such a period in about a second. The paper's preemption-overhead term (N^p · (t_r + σ)) is left out: the number of preemptions a
-task will see is not known when it is planned.
+point for 66 tasks on 4 hosts in 20 s; the relaxed one, per stage, solves such a period in about a second.
+The paper's preemption-overhead term (N^p · (t_r + σ)) is left out: the number of preemptions a task will
+see is not known when it is planned.
 """
 from __future__ import annotations
 

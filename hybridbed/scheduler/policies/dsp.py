@@ -96,7 +96,8 @@ class DspPolicy(Policy):
             if value <= 0:
                 raise ValueError(f"{name} must be positive, got {value}")
         if milp_time_limit_s < 0:
-            raise ValueError(f"milp_time_limit_s must not be negative (0: list scheduling only), got {milp_time_limit_s}")
+            raise ValueError(f"milp_time_limit_s must not be negative (0: list scheduling only), "
+                             f"got {milp_time_limit_s}")
         if not 0 < delta <= 1 or tau_periods < 0 or rho < 1 or not 0 < gamma < 1:
             raise ValueError(f"need 0 < delta <= 1, tau_periods >= 0, rho >= 1, 0 < gamma < 1; got delta={delta}, "
                              f"tau_periods={tau_periods}, rho={rho}, gamma={gamma}")
@@ -261,8 +262,10 @@ class DspPolicy(Policy):
         for task in suspended:
             cores = task.demand.cores
             if budget.cores < cores - 1e-9:
-                waiting = [r for r in host.running.values() if r.state is TaskState.RUNNING
-                           and r.task_id not in self._acted and r.job_id == task.job_id and task.stage in cluster.jobs[r.job_id].stages[r.stage].parents]
+                stages = cluster.jobs[task.job_id].stages
+                waiting = [r for r in host.running.values()
+                           if r.state is TaskState.RUNNING and r.task_id not in self._acted
+                           and r.job_id == task.job_id and task.stage in stages[r.stage].parents]
                 for dependent in waiting:
                     self._acted.add(dependent.task_id)
                     actions.append(Preemption(dependent, "suspend"))
@@ -467,7 +470,8 @@ class _Priorities:
             dag.add_node(task.task_id, duration=expected_duration_s(task))
         for task in unfinished.values():
             for parent in job.stages[task.stage].parents:
-                dag.add_edges_from((s.task_id, task.task_id) for s in job.stages[parent].tasks if s.task_id in unfinished)
+                dag.add_edges_from((s.task_id, task.task_id) for s in job.stages[parent].tasks
+                                   if s.task_id in unfinished)
         remaining = {k: self.remaining_s(t) for k, t in unfinished.items()}
         waited = {k: self.waited_s(t) for k, t in unfinished.items()}
         deadline = self.policy._info[job_id].deadline_s
