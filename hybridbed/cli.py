@@ -211,14 +211,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(json.dumps({row["setup"]: {k: v for k, v in row.items() if k != "setup"}
                           for row in table.to_dict(orient="records")}, indent=2, default=str))
     else:
-        view = Table(title=f"{scenario.name}: {jobs} jobs")
-        for column in table.columns:
+        shown = [c for c in table.columns if c in ("setup", "status") or _says_something(table[c])]
+        view = Table(title=f"{scenario.name}: {jobs} jobs (comparison.csv has every column)")
+        for column in shown:
             view.add_column(column, justify="right")
-        for row in table.itertuples(index=False):
+        for row in table[shown].itertuples(index=False):
             view.add_row(*(_fmt(v) for v in row))
         Console(width=max(Console().width, 160)).print(view)
         console.print(f"table and plots in {out}")
     return 0 if all(str(s) == "done" for s in table.status) else 1
+
+
+def _says_something(column) -> bool:
+    """A comparison column worth a place on the console: some setup has a value other than none or zero."""
+    return any(v not in (None, 0, 0.0) and v == v for v in column)  # v == v: not NaN
 
 
 def cmd_policies(args: argparse.Namespace) -> int:

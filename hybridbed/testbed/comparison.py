@@ -20,10 +20,10 @@ from hybridbed.testbed.scenario import F_EPS, Scenario, available_setups
 F_EPS_POLICY = "fair"
 PAPER_SETUPS = ("fair", "corral", "jobpacker", F_EPS)
 RELATIVE = {"makespan_vs_baseline": "makespan_s", "jct_median_vs_baseline": "jct_median_s"}
-COLUMNS = ["setup", "status", "makespan_s", "makespan_vs_baseline", "jct_mean_s", "jct_median_s", "jct_median_vs_baseline",
-           "jct_p5_s", "jct_p95_s", "jct_median_recurring_s", "jct_median_adhoc_s", "ocs_byte_share", "reconfigurations",
-           "preemptions", "disorders", "job_wait_mean_s", "deadlines_met", "deadline_throughput_per_min",
-           "cores_allocated_mean", "jobs_done"]
+COLUMNS = ["setup", "status", "makespan_s", "makespan_vs_baseline", "jct_mean_s", "jct_median_s",
+           "jct_median_vs_baseline", "jct_p5_s", "jct_p95_s", "jct_median_recurring_s", "jct_median_adhoc_s",
+           "ocs_byte_share", "reconfigurations", "preemptions", "share_changes", "disorders", "job_wait_mean_s",
+           "deadlines_met", "deadline_throughput_per_min", "cores_allocated_mean", "jobs_done"]
 
 
 def default_setups(scenario: Scenario) -> list[str]:
