@@ -79,13 +79,14 @@ class Rate:
 
 
 class Pacer:
-    """A token bucket holding one second of its rate (read at every take, so a new share applies at once):
-    `take(n)` returns once n more bytes keep the task within it. An idle (or suspended) task saves up no
-    more than that second."""
+    """A token bucket holding `saved_s` seconds of its rate (read at every take, so a new share applies at
+    once): `take(n)` returns once n more bytes keep the task within it. An idle (or suspended) task saves up
+    no more than that."""
 
-    def __init__(self, rate: Rate):
+    def __init__(self, rate: Rate, saved_s: float = 1.0):
         self.rate = rate
-        self.tokens = (rate.bps or 0.0) / 8
+        self.saved_s = saved_s
+        self.tokens = (rate.bps or 0.0) / 8 * saved_s
         self.last = time.monotonic()
 
     def take(self, size: int) -> None:
@@ -93,7 +94,7 @@ class Pacer:
             return
         per_s = self.rate.bps / 8  # bytes per second
         now = time.monotonic()
-        self.tokens = min(per_s, self.tokens + (now - self.last) * per_s) - size
+        self.tokens = min(per_s * self.saved_s, self.tokens + (now - self.last) * per_s) - size
         self.last = now
         if self.tokens < 0:
             time.sleep(-self.tokens / per_s)
@@ -101,14 +102,15 @@ class Pacer:
 
 
 class Rates:
-    """The task's share as its worker paces it: disk reads and writes, and the receiving side of its
-    connections (unpaced until a new share arrives: until then their senders pace them at the cap they
-    were asked for)."""
+    """The task's share as its worker paces it: disk reads and writes, and the receiving side of each of its
+    connections (their senders pace them too, at the cap they were asked for, but a transfer of a few tens
+    of kilobytes leaves in the first round trips whatever the sending rate: at the receiving side a fetch
+    ends when its bytes at its rate say, however small)."""
 
     def __init__(self, task: dict):
         self.disk_read = Rate(task.get("disk_read_bps"))
         self.disk_write = Rate(task.get("disk_write_bps"))
-        self.connection = Rate(None)
+        self.connection = Rate(task.get("rate_bps"))
 
     def update(self, share: dict) -> None:
         self.disk_read.bps = share.get("disk_read_bps") or None
@@ -180,7 +182,7 @@ def _fetch_from_any(sources: list[dict], path: str, rate_bps: float | None, live
     errors = []
     for source in sources:
         try:
-            got = fetch(source["ip"], path, rate_bps, Pacer(live))
+            got = fetch(source["ip"], path, rate_bps, Pacer(live, saved_s=0.0))
             return {"src_host": source["host"], "bytes": got.bytes, "start": got.start, "end": got.end}
         except FetchError as err:
             errors.append(str(err))
@@ -203,7 +205,7 @@ def run_reduce(task: dict, data_dir: Path, notices: "queue.Queue[dict]", speed: 
 
     def worker(notice: dict) -> None:
         try:
-            got = fetch(notice["ip"], notice["path"], task.get("rate_bps"), Pacer(rates.connection))
+            got = fetch(notice["ip"], notice["path"], task.get("rate_bps"), Pacer(rates.connection, saved_s=0.0))
             results.put((notice, {"src_host": notice["host"], "bytes": got.bytes, "start": got.start, "end": got.end}))
         except FetchError:
             results.put((notice, None))

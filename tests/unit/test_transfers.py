@@ -44,6 +44,9 @@ def test_the_pacer_holds_a_task_to_its_rate_after_a_second_of_burst(monkeypatch)
     for _ in range(4):
         pacer.take(1_000_000)
     assert clock["now"] == pytest.approx(121.0)
+    connection = Pacer(Rate(8e5), saved_s=0.0)  # a connection's receiving side: nothing saved up, even at first
+    connection.take(25_000)
+    assert clock["now"] == pytest.approx(121.25)
 
 
 def test_waiting_compute_does_not_count_a_suspension_as_work(monkeypatch):
