@@ -31,7 +31,7 @@ def small_mrpots(policy: str, backend: str = "simulation") -> Scenario:
                     "disk_read_mbps_per_host": 16, "disk_write_mbps_per_host": 16,
                     "container": {"cores": 1, "memory_mb": 1000}},
         "workload": {"source": "tetris-suite", "jobs": 8, "arrival_window_s": 30,
-                     "suite": {"maps_large": 12, "maps_medium": 6, "maps_small": 3, "block_mb": 400,
+                     "suite": {"maps_large": 12, "maps_medium": 6, "maps_small": 3, "block_mb": 200,
                                "cpu_heavy_cores": 3, "io_share": 1.0, "cpu_heavy_s": 4, "io_heavy_s": 0.5,
                                "memory_gb": [1, 2]}},
         "scheduler": {"policy": policy}, "max_duration_s": 900})
