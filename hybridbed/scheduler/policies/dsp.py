@@ -110,7 +110,6 @@ class DspPolicy(Policy):
         self.plan_tasks = plan_tasks
         self._beyond_plan = False  # pending tasks were left out of the plan (it holds plan_tasks at most)
         self._info: dict[str, JobInfo] = {}
-        self._planned: dict[str, tuple[str, float]] = {}  # task -> (host, start)
         self._queues: dict[str, list[Task]] = {}  # host -> its planned tasks, by start
         self._order: list[Task] = []  # every planned task, by start
         self._replan = False  # a job arrived: list-schedule it into the plan
@@ -126,6 +125,7 @@ class DspPolicy(Policy):
     def job_arrived(self, job: Job, cluster: ClusterState) -> None:
         for done in [j for j in self._info if j in cluster.finished]:
             del self._info[done]
+        self._quiet_until = {k: until for k, until in self._quiet_until.items() if until > cluster.now}
         path = max(stage_critical_paths(job))
         spec = job.spec
         deadline = spec.deadline_s if spec.deadline_s is not None else spec.arrival_s + self.default_slack * path
@@ -160,7 +160,6 @@ class DspPolicy(Policy):
                           tuple((self._expected_end(t, now), t.allocation.cores) for t in h.running.values()))
                  for h in cluster.hosts.values() if h.alive]
         schedule = plan(tasks, hosts, now, self.milp_time_limit_s if use_milp else 0.0, self.buckets)
-        self._planned = schedule.starts
         self._order = sorted(keyed.values(), key=lambda t: (schedule.starts[t.task_id][1], t.task_id))
         self._queues = {}
         for task in self._order:
