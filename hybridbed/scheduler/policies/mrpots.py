@@ -253,9 +253,9 @@ class CpmPolicy(HostPoolPolicy):
                          for job in cluster.launchable.values() for s in cluster.runnable_stages(job)), reverse=True)
         chosen: list[Task] = []
         for _, _, job_id, stage in ranked:
-            waiting = [t for t in cluster.pending[job_id].stages[stage].tasks.values()
-                       if t.task_id not in self._claimed and t not in chosen]
-            for task in waiting:
+            for task in cluster.pending[job_id].stages[stage].tasks.values():
+                if task.task_id in self._claimed or task in chosen:
+                    continue
                 need = rate_shares(task.demand, host.capacity)
                 if (slots <= 0 or task.demand.cores > cores + 1e-9 or task.demand.memory_mb > memory + 1e-9
                         or any(n > f + 1e-9 for n, f in zip(need, free))):
