@@ -280,7 +280,11 @@ class DspPolicy(Policy):
     def _waiting(self, host: HostState, cluster: ClusterState) -> list[Task]:
         """The host's queued tasks that could start but for its resources."""
         return [t for t in self._queues.get(host.name, []) if t.state is TaskState.PENDING
-                and t.job_id in cluster.jobs and self._may_start(t, cluster)]
+                and t.job_id in cluster.jobs and self._may_preempt_for(cluster.jobs[t.job_id], t.stage, cluster)]
+
+    def _may_preempt_for(self, job: Job, stage: int, cluster: ClusterState) -> bool:
+        """Whether a waiting task of this stage may take a running task's place: DSP's, once its parents are done."""
+        return cluster.dependencies_met(job, stage)
 
     def _preempt_on(self, host: HostState, cluster: ClusterState, budgets: dict[str, Budget],
                     priorities: "_Priorities") -> list[Preemption]:
@@ -356,9 +360,8 @@ class _BaselinePreemption(DspPolicy):
     """DSP's plan and dispatch with another preemption rule: each waiting task of a host short of cores (its
     queue's, dependencies not looked at) preempts the lowest-ranked running task it outranks."""
 
-    def _waiting(self, host: HostState, cluster: ClusterState) -> list[Task]:
-        return [t for t in self._queues.get(host.name, []) if t.state is TaskState.PENDING and t.job_id in cluster.jobs
-                and cluster.stage_released(cluster.jobs[t.job_id], t.stage)]
+    def _may_preempt_for(self, job: Job, stage: int, cluster: ClusterState) -> bool:
+        return cluster.stage_released(job, stage)  # once its parents have started: it may then wait for them
 
     def _preemptable(self, task: Task, priorities: "_Priorities") -> bool:
         return True
