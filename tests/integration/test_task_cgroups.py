@@ -52,11 +52,16 @@ def count(out: Path) -> int:
     return int(out.read_text())
 
 
-def test_a_frozen_task_stops_where_it_is_and_resumes_from_there(tmp_path, task_roots):
+def counting_in_cgroup(task_roots, key: str, out: Path) -> tuple[TaskCgroup, subprocess.Popen]:
+    """A fresh one-core task cgroup with the counting task running in it."""
     layout, roots = task_roots
-    cgroup = TaskCgroup(roots, layout.version, "t0")
+    cgroup = TaskCgroup(roots, layout.version, key)
     cgroup.create(cores=1.0, memory_mb=256)
-    proc = counting_task(cgroup, tmp_path / "count")
+    return cgroup, counting_task(cgroup, out)
+
+
+def test_a_frozen_task_stops_where_it_is_and_resumes_from_there(tmp_path, task_roots):
+    cgroup, proc = counting_in_cgroup(task_roots, "t0", tmp_path / "count")
     time.sleep(0.3)
     cgroup.freeze()
     assert cgroup.frozen()
@@ -75,10 +80,7 @@ def test_a_frozen_task_stops_where_it_is_and_resumes_from_there(tmp_path, task_r
 
 
 def test_a_running_task_gets_its_new_cpu_quota(tmp_path, task_roots):
-    layout, roots = task_roots
-    cgroup = TaskCgroup(roots, layout.version, "t1")
-    cgroup.create(cores=1.0, memory_mb=256)
-    proc = counting_task(cgroup, tmp_path / "count")
+    cgroup, proc = counting_in_cgroup(task_roots, "t1", tmp_path / "count")
     cgroup.set_cores(0.2)
     assert cgroup.limits()[0] == pytest.approx(0.2)
     process = psutil.Process(proc.pid)
