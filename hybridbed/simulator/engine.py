@@ -12,7 +12,8 @@ the controller's periodic mode (`fabric.SimulatedOcs`), matching on the policy's
 measured rack-to-rack bytes. Every worker heartbeat (all workers beat together) and every job arrival
 offers every free container to the policy; a task's end offers its host's containers at once.
 
-Everything happens in a fixed order from the scenario's seed, so a run is reproducible to the byte.
+Everything happens in a fixed order from the scenario's seed, so a run is reproducible to the byte (unless the
+policy itself looks at the wall clock: DSP's MILP stops at a time limit).
 """
 from __future__ import annotations
 

@@ -131,7 +131,7 @@ class WorkerAgent:
 
     @staticmethod
     def _tell(running: RunningTask, line: dict) -> None:
-        """One JSON line to the task process (a parent's output location, a new CPU share)."""
+        """One JSON line to the task process (a parent's output location, a new share)."""
         with running.stdin_lock:
             try:
                 running.proc.stdin.write(json.dumps(line) + "\n")
