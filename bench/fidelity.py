@@ -22,7 +22,7 @@ from rich.table import Table
 from hybridbed.testbed import probes
 from hybridbed.testbed.fidelity import run_check
 from hybridbed.testbed.network import HybridNetwork
-from hybridbed.testbed.spec import FabricSpec, OcsSpec
+from hybridbed.config.fabric import FabricSpec, OcsSpec
 
 
 def dark_time_ratios(delay_ms: float, repeats: int) -> list[float]:

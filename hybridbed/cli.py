@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from hybridbed.testbed.spec import FabricSpec, OcsSpec, SpecError, parse_spec
+from hybridbed.config.fabric import FabricSpec, OcsSpec, SpecError, parse_spec
 
 console = Console(stderr=True)
 
@@ -146,7 +146,7 @@ class NeedsRoot(RuntimeError):
 
 def _load_for_backend(args: argparse.Namespace, overrides: dict | None = None):
     """The scenario with --backend applied; emulation needs root, simulation does not."""
-    from hybridbed.testbed.scenario import load_scenario
+    from hybridbed.config.scenario import load_scenario
 
     overrides = {**(overrides or {}), **({"backend": args.backend} if args.backend else {})}
     scenario = load_scenario(Path(args.scenario), overrides)
@@ -159,7 +159,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from hybridbed.testbed.backends import RunFailed, run_backend
+    from hybridbed.experiments.backends import RunFailed, run_backend
 
     overrides = {"scheduler.policy": args.policy} if args.policy else {}
     scenario = _load_for_backend(args, overrides)
@@ -185,7 +185,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from hybridbed.testbed.comparison import available_setups, compare, default_setups
+    from hybridbed.experiments.comparison import available_setups, compare, default_setups
 
     scenario = _load_for_backend(args)
     setups = args.policies.split(",") if args.policies else default_setups(scenario)

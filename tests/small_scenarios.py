@@ -2,7 +2,7 @@
 hosts kept busy enough that DSP preempts and MR-POTS shares."""
 from __future__ import annotations
 
-from hybridbed.testbed.scenario import Scenario
+from hybridbed.config.scenario import Scenario
 
 
 def small_dsp(policy: str, backend: str = "simulation") -> Scenario:

@@ -32,8 +32,8 @@ from hybridbed.controller.circuits import (
     steering_changes,
 )
 from hybridbed.controller.rest_api import FabricRestApi
-from hybridbed.testbed.addressing import EPS_DPID, OCS_DPID, FabricPlan
-from hybridbed.testbed.spec import FabricSpec, OcsSpec
+from hybridbed.config.addressing import EPS_DPID, OCS_DPID, FabricPlan
+from hybridbed.config.fabric import FabricSpec, OcsSpec
 
 CONF = cfg.CONF
 CONF.register_opts(

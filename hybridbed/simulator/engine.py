@@ -29,14 +29,14 @@ import numpy as np
 from hybridbed.controller.circuits import combined_demand
 from hybridbed.scheduler.core import SchedulerCore, TaskAction
 from hybridbed.scheduler.model import JobSpec, StageKind, Task, build_job
-from hybridbed.scheduler.results import AllocationTimeline, CsvLog, action_row, job_row, task_row
+from hybridbed.results.records import AllocationTimeline, CsvLog, action_row, job_row, task_row
 from hybridbed.scheduler.transfers import connection_cap_mbps
 from hybridbed.simulator.fabric import MBPS_TO_BYTES_S, FabricLinks, SimulatedOcs
 from hybridbed.simulator.flows import FINISH_TOLERANCE_S, Flow, FlowTable
-from hybridbed.testbed.addressing import FabricPlan
-from hybridbed.testbed.backends import Progress
-from hybridbed.testbed.path_accounting import path_by_ocs_share
-from hybridbed.testbed.scenario import Scenario
+from hybridbed.config.addressing import FabricPlan
+from hybridbed.experiments.backends import Progress
+from hybridbed.results.path_accounting import path_by_ocs_share
+from hybridbed.config.scenario import Scenario
 from hybridbed.workers.task import PARALLEL_FETCHES
 
 LOOPBACK_BYTES_S = 10e9  # a reducer reading its own host's map output: a local copy, not a link

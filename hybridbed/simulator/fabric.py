@@ -24,7 +24,7 @@ from hybridbed.controller.circuits import (
     periodic_configuration,
     steering_changes,
 )
-from hybridbed.testbed.spec import FabricSpec, OcsSpec
+from hybridbed.config.fabric import FabricSpec, OcsSpec
 
 MBPS_TO_BYTES_S = 1e6 / 8
 NETWORK_LINKS = 4  # source NIC, two core links, destination NIC; then the source's disk, where modelled

@@ -14,7 +14,7 @@ import psutil
 
 from hybridbed.testbed import probes
 from hybridbed.testbed.network import HybridNetwork
-from hybridbed.testbed.spec import FabricSpec, OcsSpec
+from hybridbed.config.fabric import FabricSpec, OcsSpec
 
 
 @dataclass

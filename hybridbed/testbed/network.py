@@ -22,13 +22,13 @@ from mininet.net import Mininet
 from mininet.node import Host, OVSSwitch, RemoteController
 
 from hybridbed.controller.client import DEFAULT_REST_PORT, FabricClient
-from hybridbed.testbed.addressing import EPS_DPID, HOST_PREFIX_LEN, OCS_DPID, FabricPlan
+from hybridbed.config.addressing import EPS_DPID, HOST_PREFIX_LEN, OCS_DPID, FabricPlan
 from hybridbed.testbed.cleanup import clean_run
 from hybridbed.testbed.isolation import IPV6_OFF, FabricNamespace, RunCgroup
 from hybridbed.testbed.ovs import PrivateOVS, kernel_datapath_available
 from hybridbed.testbed.runs import RunRecord
 from hybridbed.testbed.shaping import ShapedLink
-from hybridbed.testbed.spec import FabricSpec, OcsSpec
+from hybridbed.config.fabric import FabricSpec, OcsSpec
 
 OPENFLOW_PORT = 6653
 OFFLOADS_OFF = "tx off rx off tso off gso off gro off"

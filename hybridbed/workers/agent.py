@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 
-from hybridbed.scheduler.channel import Channel
+from hybridbed.workers.protocol import Channel
 from hybridbed.workers.cgroups import TaskCgroup
 from hybridbed.workers.data_transfer import DataServer
 

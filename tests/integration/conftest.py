@@ -6,8 +6,8 @@ import os
 import pytest
 
 from hybridbed.testbed.network import HybridNetwork
-from hybridbed.testbed.scenario import Scenario
-from hybridbed.testbed.spec import FabricSpec, OcsSpec
+from hybridbed.config.scenario import Scenario
+from hybridbed.config.fabric import FabricSpec, OcsSpec
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ import psutil
 from hybridbed.testbed.isolation import FabricNamespace
 from hybridbed.testbed.network import HybridNetwork
 from hybridbed.testbed.runs import STATE_ROOT, RunManifest
-from hybridbed.testbed.spec import FabricSpec
+from hybridbed.config.fabric import FabricSpec
 
 
 def _assert_gone(manifest: RunManifest) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from hybridbed.scheduler.model import build_job
-from hybridbed.testbed.experiment import run_scenario
-from hybridbed.testbed.scenario import Scenario
+from hybridbed.experiments.emulated import run_scenario
+from hybridbed.config.scenario import Scenario
 
 
 def test_dag_jobs_fetch_from_every_parent_task_and_respect_precedence(tmp_path):

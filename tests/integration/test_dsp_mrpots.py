@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from hybridbed.testbed.experiment import run_scenario
+from hybridbed.experiments.emulated import run_scenario
 from tests.small_scenarios import small_dsp, small_mrpots
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hybridbed.scheduler.channel import Channel
+from hybridbed.workers.protocol import Channel
 from hybridbed.testbed.isolation import RunCgroup
 from hybridbed.workers.cgroups import CgroupLayout
 

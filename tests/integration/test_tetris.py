@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from hybridbed.testbed.experiment import run_scenario
-from hybridbed.testbed.scenario import Scenario
+from hybridbed.experiments.emulated import run_scenario
+from hybridbed.config.scenario import Scenario
 
 MBIT = 1e6 / 8  # bytes per second in one Mb/s
 DISK_MBPS = 16.0

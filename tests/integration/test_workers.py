@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from hybridbed.scheduler.model import build_job
-from hybridbed.testbed.experiment import run_scenario
+from hybridbed.experiments.emulated import run_scenario
 from hybridbed.testbed.runs import STATE_ROOT, recorded_runs
 from hybridbed.workers.cgroups import CgroupLayout, TaskCgroup
 

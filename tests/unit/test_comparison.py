@@ -6,9 +6,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from hybridbed.testbed.comparison import default_setups, plot_comparison, setup_scenario
-from hybridbed.testbed.scenario import load_scenario
-from hybridbed.testbed.spec import SpecError
+from hybridbed.experiments.comparison import default_setups, plot_comparison, setup_scenario
+from hybridbed.config.scenario import load_scenario
+from hybridbed.config.fabric import SpecError
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yaml"
 

@@ -15,7 +15,7 @@ from hybridbed.scheduler.model import Resources, StageSpec, build_job, dag_spec
 from hybridbed.scheduler.planning.dsp_schedule import PlanHost, PlanTask, list_schedule, objective, plan
 from hybridbed.scheduler.policies.aalo import AaloPolicy
 from hybridbed.scheduler.policies.fifo import FifoPolicy
-from hybridbed.simulator.run import run_simulation
+from hybridbed.experiments.simulated import run_simulation
 from tests.small_scenarios import small_dsp
 
 CONTAINER = Resources(1, 256)

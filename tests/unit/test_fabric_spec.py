@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from hybridbed.testbed.addressing import FabricPlan
-from hybridbed.testbed.scenario import Scenario
-from hybridbed.testbed.spec import FabricSpec, OcsSpec, SpecError, parse_spec
+from hybridbed.config.addressing import FabricPlan
+from hybridbed.config.scenario import Scenario
+from hybridbed.config.fabric import FabricSpec, OcsSpec, SpecError, parse_spec
 
 
 def test_eps_rate_follows_oversubscription_and_variant():

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from hybridbed.testbed.path_accounting import flow_path, lit_intervals, uplink_bytes
+from hybridbed.results.path_accounting import flow_path, lit_intervals, uplink_bytes
 
 
 def event(seq, before, after, dark_from, dark_until):

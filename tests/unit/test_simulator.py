@@ -14,9 +14,9 @@ import pytest
 from hybridbed.scheduler.model import JobSpec, Resources, build_job
 from hybridbed.simulator.fabric import FabricLinks, SimulatedOcs
 from hybridbed.simulator.flows import Flow, FlowTable
-from hybridbed.simulator.run import run_simulation
-from hybridbed.testbed.scenario import load_scenario
-from hybridbed.testbed.spec import FabricSpec, OcsSpec
+from hybridbed.experiments.simulated import run_simulation
+from hybridbed.config.scenario import load_scenario
+from hybridbed.config.fabric import FabricSpec, OcsSpec
 
 REPO = Path(__file__).resolve().parents[2]
 MB = 1e6 / 8  # bytes per second in one Mb/s
@@ -101,8 +101,8 @@ def test_f_eps_has_no_circuits(tmp_path):
 
 
 def test_the_same_seed_gives_byte_identical_results_in_fresh_processes(tmp_path):
-    code = ("import sys; from pathlib import Path; from hybridbed.testbed.scenario import load_scenario; "
-            "from hybridbed.simulator.run import run_simulation; "
+    code = ("import sys; from pathlib import Path; from hybridbed.config.scenario import load_scenario; "
+            "from hybridbed.experiments.simulated import run_simulation; "
             "run_simulation(load_scenario(Path(sys.argv[1]), {'backend': 'simulation', 'scheduler.policy': 'jobpacker'}), "
             "Path(sys.argv[2]))")
     for run, hash_seed in (("a", "1"), ("b", "2")):
@@ -151,7 +151,7 @@ def test_a_streaming_map_takes_the_longest_of_its_read_and_its_compute(tmp_path)
 
 def test_a_policy_error_fails_the_run_and_keeps_what_was_written(tmp_path, monkeypatch):
     from hybridbed.scheduler.policies.fifo import FifoPolicy
-    from hybridbed.testbed.backends import RunFailed
+    from hybridbed.experiments.backends import RunFailed
 
     def choose_a_running_task(self, host, cluster):
         running = [t for h in cluster.hosts.values() for t in h.running.values()]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from hybridbed.testbed.scenario import Scenario
+from hybridbed.config.scenario import Scenario
 
 
 class RunFailed(RuntimeError):
@@ -29,9 +29,9 @@ def run_backend(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progre
     """Run the scenario's workload under its policy into out_dir; returns summary.json's content.
     Raises RunFailed (the results written so far stay in out_dir)."""
     if scenario.backend == "simulation":
-        from hybridbed.simulator.run import run_simulation
+        from hybridbed.experiments.simulated import run_simulation
 
         return run_simulation(scenario, out_dir, on_progress)
-    from hybridbed.testbed.experiment import run_scenario  # Mininet is imported only for emulation
+    from hybridbed.experiments.emulated import run_scenario  # Mininet is imported only for emulation
 
     return run_scenario(scenario, out_dir, on_progress)

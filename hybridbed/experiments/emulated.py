@@ -19,12 +19,12 @@ from typing import Callable
 import pandas as pd
 
 from hybridbed.controller.client import DEFAULT_REST_PORT
-from hybridbed.scheduler.channel import SOCKET_NAME
-from hybridbed.scheduler.results import OCS_EVENT_FIELDS, add_uplink_totals
-from hybridbed.testbed.backends import Progress, RunFailed
+from hybridbed.workers.protocol import SOCKET_NAME
+from hybridbed.results.records import OCS_EVENT_FIELDS, add_uplink_totals
+from hybridbed.experiments.backends import Progress, RunFailed
 from hybridbed.testbed.network import HybridNetwork, NetworkStartError
-from hybridbed.testbed.path_accounting import annotate_flows, uplink_bytes
-from hybridbed.testbed.scenario import Scenario
+from hybridbed.results.path_accounting import annotate_flows, uplink_bytes
+from hybridbed.config.scenario import Scenario
 from hybridbed.workers.cgroups import CgroupLayout
 
 POLL_S = 1.0
@@ -65,7 +65,7 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
         socket_path = str(state / SOCKET_NAME)
         (out_dir / "cluster.json").write_text(json.dumps(
             {"socket": socket_path, "controller_port": DEFAULT_REST_PORT, "hosts": hosts}, indent=2))
-        scheduler = subprocess.Popen([sys.executable, "-m", "hybridbed.scheduler.server", str(out_dir)],
+        scheduler = subprocess.Popen([sys.executable, "-m", "hybridbed.experiments.scheduler_process", str(out_dir)],
                                      stdout=(out_dir / "scheduler.log").open("w"), stderr=subprocess.STDOUT,
                                      preexec_fn=net.cgroup.join_self)
         processes.append(scheduler)

@@ -17,14 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from hybridbed.scheduler.cluster import ClusterState, HostState, NetworkView
 from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.dag_paths import with_deadlines
-from hybridbed.scheduler.dag_workload import DagShape, dag_jobs
+from hybridbed.workloads.dag import DagShape, dag_jobs
 from hybridbed.scheduler.model import JobSpec, Resources
 from hybridbed.scheduler.policy import UnknownPolicy, make_policy, registered_policies
-from hybridbed.scheduler.swim import read_swim_files
-from hybridbed.scheduler.synthetic import facebook_like
-from hybridbed.scheduler.tetris_suite import HostBandwidth, SuiteShape, tetris_suite
-from hybridbed.scheduler.workload import JobShape, Predictions, make_jobs
-from hybridbed.testbed.spec import FabricSpec, OcsSpec, SpecError, parse_spec
+from hybridbed.workloads.swim import read_swim_files
+from hybridbed.workloads.synthetic import facebook_like
+from hybridbed.workloads.tetris_suite import HostBandwidth, SuiteShape, tetris_suite
+from hybridbed.workloads.derivation import JobShape, Predictions, make_jobs
+from hybridbed.config.fabric import FabricSpec, OcsSpec, SpecError, parse_spec
 
 
 F_EPS = "f-eps"  # the comparison setup: Fair on the EPS-only variant with uplinks at the OCS rate

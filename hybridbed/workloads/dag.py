@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from hybridbed.scheduler.model import JobSpec, StageSpec, dag_spec
-from hybridbed.scheduler.tetris_suite import HostBandwidth, SuiteShape, stage_demand
+from hybridbed.workloads.tetris_suite import HostBandwidth, SuiteShape, stage_demand
 
 MB = 1_000_000
 BENCHMARK_TABLES = {"tpch": (2, 5), "tpcds": (3, 8)}  # tables a query scans, fewest and most

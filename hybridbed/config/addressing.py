@@ -8,7 +8,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from hybridbed.testbed.spec import FabricSpec
+from hybridbed.config.fabric import FabricSpec
 
 HOST_PREFIX_LEN = 16  # every host sits in 10.0.0.0/16: all on-link, so hosts need only static ARP
 NETWORK = ipaddress.ip_network("10.0.0.0/16")

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Callable
 
 from hybridbed.scheduler.core import PolicyError
-from hybridbed.scheduler.results import (ACTION_FIELDS, FLOW_PATH_FIELDS, JOB_FIELDS, OCS_EVENT_FIELDS, TASK_FIELDS,
+from hybridbed.results.records import (ACTION_FIELDS, FLOW_PATH_FIELDS, JOB_FIELDS, OCS_EVENT_FIELDS, TASK_FIELDS,
                                          AllocationTimeline, CsvLog, add_uplink_totals, summarize, write_plan)
 from hybridbed.simulator.engine import ResultLogs, Simulation, SimulationTimeout
-from hybridbed.testbed.backends import Progress, RunFailed
-from hybridbed.testbed.scenario import Scenario
+from hybridbed.experiments.backends import Progress, RunFailed
+from hybridbed.config.scenario import Scenario
 
 FLUSH_INTERVAL_S = 1.0
 

@@ -14,8 +14,8 @@ from typing import Callable
 import pandas as pd
 from matplotlib.figure import Figure
 
-from hybridbed.testbed.backends import Progress, RunFailed, run_backend
-from hybridbed.testbed.scenario import F_EPS, Scenario, available_setups
+from hybridbed.experiments.backends import Progress, RunFailed, run_backend
+from hybridbed.config.scenario import F_EPS, Scenario, available_setups
 
 F_EPS_POLICY = "fair"
 PAPER_SETUPS = ("fair", "corral", "jobpacker", F_EPS)

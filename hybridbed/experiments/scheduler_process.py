@@ -21,14 +21,14 @@ import time
 from pathlib import Path
 
 from hybridbed.controller.client import ControllerError, FabricClient
-from hybridbed.scheduler.channel import Channel
+from hybridbed.workers.protocol import Channel
 from hybridbed.scheduler.core import Launch, ShuffleNotice, TaskAction
 from hybridbed.scheduler.model import Job, Resources, StageKind, Task, build_job, partition_name
-from hybridbed.scheduler.results import (ACTION_FIELDS, FLOW_FIELDS, JOB_FIELDS, TASK_FIELDS, USAGE_FIELDS,
+from hybridbed.results.records import (ACTION_FIELDS, FLOW_FIELDS, JOB_FIELDS, TASK_FIELDS, USAGE_FIELDS,
                                          AllocationTimeline, CsvLog, action_row, job_row, summarize, task_row,
                                          write_plan)
 from hybridbed.scheduler.transfers import network_cap_mbps
-from hybridbed.testbed.scenario import Scenario
+from hybridbed.config.scenario import Scenario
 from hybridbed.workers.task import write_bytes
 
 log = logging.getLogger("hybridbed.scheduler")
