@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hybridbed.experiments.comparison import compare, default_setups
-from hybridbed.config.scenario import load_scenario
+from hybridbed.experiments.scenarios import load_scenario
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "scenarios" / "quickstart.yaml"
 TARGET = 0.15

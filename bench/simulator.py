@@ -15,7 +15,7 @@ from rich.table import Table
 
 from hybridbed.experiments.simulated import run_simulation
 from hybridbed.experiments.comparison import default_setups, setup_scenario
-from hybridbed.config.scenario import load_scenario
+from hybridbed.experiments.scenarios import load_scenario
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "jobpacker-paper-sim.yaml"
 TARGET_S = 60.0

@@ -13,7 +13,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from hybridbed.config.fabric import FabricSpec, OcsSpec, SpecError, parse_spec
+from hybridbed.config.fabric import FabricSpec, OcsSpec
+
+from hybridbed.config.validation import SpecError, parse_spec
 
 console = Console(stderr=True)
 
@@ -146,7 +148,7 @@ class NeedsRoot(RuntimeError):
 
 def _load_for_backend(args: argparse.Namespace, overrides: dict | None = None):
     """The scenario with --backend applied; emulation needs root, simulation does not."""
-    from hybridbed.config.scenario import load_scenario
+    from hybridbed.experiments.scenarios import load_scenario
 
     overrides = {**(overrides or {}), **({"backend": args.backend} if args.backend else {})}
     scenario = load_scenario(Path(args.scenario), overrides)
@@ -156,14 +158,14 @@ def _load_for_backend(args: argparse.Namespace, overrides: dict | None = None):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hybridbed.experiments.backends import RunFailed, run_backend
+    from hybridbed.workloads.build import build_workload
 
     overrides = {"scheduler.policy": args.policy} if args.policy else {}
     scenario = _load_for_backend(args, overrides)
-    jobs = scenario.build_workload()
+    jobs = build_workload(scenario)
     out = _results_dir(args.out, f"{scenario.name}-{scenario.scheduler.policy}")
     _terminate_on_sigterm()
     console.print(f"[bold]{scenario.name}[/bold]: {len(jobs)} jobs under {scenario.scheduler.policy} on "
@@ -185,7 +187,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from hybridbed.experiments.comparison import available_setups, compare, default_setups
+    from hybridbed.experiments.comparison import compare, default_setups
+    from hybridbed.experiments.scenarios import available_setups
+    from hybridbed.workloads.build import build_workload
 
     scenario = _load_for_backend(args)
     setups = args.policies.split(",") if args.policies else default_setups(scenario)
@@ -193,7 +197,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if unknown:
         raise SpecError(f"--policies: unknown {', '.join(unknown)}; available: {', '.join(available_setups())}")
     out = _results_dir(args.out, f"{scenario.name}-compare")
-    jobs = len(scenario.build_workload())
+    jobs = len(build_workload(scenario))
     _terminate_on_sigterm()
     console.print(f"[bold]{scenario.name}[/bold]: {jobs} jobs under {', '.join(setups)}, one after another "
                   f"({scenario.backend}) -> {out}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 # DSCP value a sender sets on traffic that may take a circuit in steering mode `marked`.
 # AF11 is the RFC 4594 class for high-throughput bulk data.
@@ -81,28 +81,3 @@ class OcsSpec(BaseModel):
     demand_source: Literal["hints", "measured", "both"] = "both"
     elephant_threshold_bytes: float = Field(default=0.0, ge=0)
     skip_unchanged: bool = True
-
-
-class SpecError(ValueError):
-    """A specification value is invalid; the message names the field."""
-
-
-def describe_validation_error(err: ValidationError, prefix: str = "") -> str:
-    """One line per problem, each naming the field path and the offending value."""
-    lines = []
-    for problem in err.errors():
-        field = ".".join(str(p) for p in problem["loc"]) or "(root)"
-        if prefix:
-            field = f"{prefix}.{field}"
-        value = problem.get("input")
-        shown = "" if isinstance(value, dict) else f" (got {value!r})"
-        lines.append(f"{field}: {problem['msg']}{shown}")
-    return "; ".join(lines)
-
-
-def parse_spec(model: type[BaseModel], data: dict, prefix: str = "") -> BaseModel:
-    """Validate `data` against `model`, raising SpecError with field names instead of pydantic's dump."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as err:
-        raise SpecError(describe_validation_error(err, prefix)) from None

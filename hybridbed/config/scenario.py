@@ -6,33 +6,16 @@ emulated to the real link rates (the JobPacker paper's GENI emulation used 1/100
 """
 from __future__ import annotations
 
-import math
-import random
 from pathlib import Path
 from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from hybridbed.scheduler.cluster import ClusterState, HostState, NetworkView
-from hybridbed.scheduler.core import SchedulerCore
-from hybridbed.scheduler.dag_paths import with_deadlines
-from hybridbed.workloads.dag import DagShape, dag_jobs
-from hybridbed.scheduler.model import JobSpec, Resources
-from hybridbed.scheduler.policy import UnknownPolicy, make_policy, registered_policies
-from hybridbed.workloads.swim import read_swim_files
-from hybridbed.workloads.synthetic import facebook_like
-from hybridbed.workloads.tetris_suite import HostBandwidth, SuiteShape, tetris_suite
-from hybridbed.workloads.derivation import JobShape, Predictions, make_jobs
-from hybridbed.config.fabric import FabricSpec, OcsSpec, SpecError, parse_spec
-
+from hybridbed.config.fabric import FabricSpec, OcsSpec
+from hybridbed.config.validation import SpecError, parse_spec
 
 F_EPS = "f-eps"  # the comparison setup: Fair on the EPS-only variant with uplinks at the OCS rate
-
-
-def available_setups() -> list[str]:
-    """What a comparison can run: every registered policy, and F-EPS."""
-    return sorted(registered_policies()) + [F_EPS]
 
 
 class _Strict(BaseModel):
@@ -76,11 +59,6 @@ class ShapeSpec(_Strict):
     reduce_rate_mb_s: float = Field(default=64.0, gt=0)
     task_overhead_s: float = Field(default=1.0, ge=0)
 
-    def job_shape(self) -> JobShape:
-        mb = 1_000_000
-        return JobShape(int(self.block_mb * mb), int(self.reduce_input_mb * mb), self.max_maps, self.max_reduces,
-                        self.map_rate_mb_s * mb, self.reduce_rate_mb_s * mb, self.task_overhead_s)
-
 
 class SuiteSpec(_Strict):
     """The Tetris deployment suite's knobs (source: tetris-suite); see scheduler/tetris_suite.py."""
@@ -93,10 +71,6 @@ class SuiteSpec(_Strict):
     cpu_heavy_s: float = Field(default=20.0, gt=0)
     io_heavy_s: float = Field(default=2.0, gt=0)
     memory_gb: tuple[float, float] = (2.0, 8.0)
-
-    def suite_shape(self) -> SuiteShape:
-        return SuiteShape(self.maps_large, self.maps_medium, self.maps_small, int(self.block_mb * 1_000_000),
-                          self.cpu_heavy_cores, self.io_share, self.cpu_heavy_s, self.io_heavy_s, self.memory_gb)
 
 
 class DagSpec(_Strict):
@@ -117,10 +91,6 @@ class DagSpec(_Strict):
         if bad := [f for f in self.size_factors if f <= 0]:
             raise ValueError(f"size_factors must be positive, got {bad}")
         return self
-
-    def dag_shape(self) -> DagShape:
-        return DagShape(self.benchmark, self.templates, self.fact_tasks, int(self.reduce_input_mb * 1_000_000),
-                        self.max_tasks, tuple(self.size_factors), self.compute_spread, self.shared_scan)
 
 
 class PredictionSpec(_Strict):
@@ -181,16 +151,6 @@ class SchedulerSpec(_Strict):
     replicas: int = Field(default=3, ge=1, le=10)
     heartbeat_timeout_s: float = Field(default=3.0, gt=0)
 
-    @model_validator(mode="after")
-    def _policies_exist(self) -> "SchedulerSpec":
-        for name in {self.policy, *self.policy_params}:
-            try:
-                make_policy(name, self.params_for(name))
-            except (UnknownPolicy, ValueError) as err:
-                field = "policy" if name == self.policy and name not in self.policy_params else f"policy_params.{name}"
-                raise ValueError(f"{field}: {err.args[0]}") from None
-        return self
-
     def params_for(self, policy: str) -> dict:
         return self.policy_params.get(policy, {})
 
@@ -211,15 +171,6 @@ class Scenario(_Strict):
                                       f"(registered policies and {F_EPS}); default: the JobPacker paper's four")
     compare_baseline: str = Field(default="fair", description="the setup a comparison's makespans and median JCTs "
                                   "are given relative to")
-
-    @model_validator(mode="after")
-    def _setups_exist(self) -> "Scenario":
-        known = available_setups()
-        if unknown := [s for s in self.compare or [] if s not in known]:
-            raise ValueError(f"compare: unknown setup {', '.join(unknown)}; available: {', '.join(known)}")
-        if self.compare_baseline not in known:
-            raise ValueError(f"compare_baseline: unknown setup {self.compare_baseline}; available: {', '.join(known)}")
-        return self
 
     @model_validator(mode="after")
     def _emulable(self) -> "Scenario":
@@ -244,67 +195,10 @@ class Scenario(_Strict):
         """The controller's settings with the elephant threshold at the emulated scale."""
         return self.ocs.model_copy(update={"elephant_threshold_bytes": self.ocs.elephant_threshold_bytes * self.scale})
 
-    def network_view(self) -> NetworkView:
-        """The rates a planning policy assumes: the fabric's configured rates and the scaled threshold."""
-        f, to_bytes = self.fabric, 1e6 / 8
-        return NetworkView(f.eps_uplink_mbps * to_bytes, f.ocs_rate_mbps * to_bytes if f.has_ocs else 0.0,
-                           self.scaled_ocs().elephant_threshold_bytes, size_scale=self.scale)
 
-    def scheduler_core(self, host_racks: dict[str, int]) -> SchedulerCore:
-        """The policy, cluster state and scheduler core this scenario asks for, over these hosts (name ->
-        rack); both backends build theirs here."""
-        s, w = self.scheduler, self.workers
-        policy = make_policy(s.policy, s.params_for(s.policy))
-        slowstart = s.slowstart if s.slowstart is not None else policy.default_slowstart
-        capacity = self.host_capacity()
-        cluster = ClusterState(self.fabric.racks, {
-            name: HostState(name, rack, w.slots_per_host, capacity) for name, rack in host_racks.items()
-        }, slowstart, network=self.network_view(), precedence=policy.respects_precedence)
-        return SchedulerCore(policy, cluster, random.Random(self.seed), s.replicas)
-
-    def host_capacity(self) -> Resources:
-        """What a host offers: the workers' cores, memory and disk, and its NIC in each direction."""
-        w, nic = self.workers, self.fabric.host_rate_mbps
-        return Resources(w.cores_per_host, w.memory_mb_per_host, w.disk_read_mbps_per_host,
-                         w.disk_write_mbps_per_host, nic, nic)
-
-    def container(self) -> Resources:
-        return Resources(self.workers.container.cores, self.workers.container.memory_mb)
-
-    def build_workload(self) -> list[JobSpec]:
-        """The jobs of this scenario, at the emulated scale; the same seed gives the same jobs."""
-        specs = self._generate_jobs()
-        if self.workload.deadline_slack is not None:  # their own random stream: the jobs stay the same
-            specs = with_deadlines(specs, random.Random(f"deadlines-{self.seed}"), self.workload.deadline_slack,
-                                   self.container())
-        return specs
-
-    def _generate_jobs(self) -> list[JobSpec]:
-        rng = random.Random(self.seed)
-        w = self.workload
-        if w.source in ("tetris-suite", "dag"):
-            host = self.host_capacity()
-            bandwidth = HostBandwidth(host.disk_read_mbps, host.disk_write_mbps, host.net_in_mbps)
-            if w.source == "dag":
-                return dag_jobs(w.jobs, rng, w.dag.dag_shape(), w.suite.suite_shape(), bandwidth, self.scale,
-                                w.arrival_window_s, w.dag.queues)
-            return tetris_suite(w.jobs, rng, w.suite.suite_shape(), bandwidth, self.scale, w.arrival_window_s)
-        if w.source == "swim":
-            rows = read_swim_files(w.trace_files(), w.jobs, w.min_shuffle_gb * 1e9,
-                                   w.max_shuffle_gb * 1e9 if w.max_shuffle_gb else math.inf)
-            if w.arrival_window_s:
-                rows = sorted(((i, rng.uniform(0, w.arrival_window_s), *s) for i, _, *s in rows), key=lambda r: r[1])
-            else:
-                rows = [(i, 0.0, *s) for i, _, *s in rows]
-        else:
-            cap = w.max_shuffle_gb * 1e9 if w.max_shuffle_gb else None
-            rows = facebook_like(w.jobs, rng, w.arrival_window_s, cap)
-        predictions = Predictions(**w.predictions.model_dump())
-        return make_jobs(rows, w.shape.job_shape(), self.scale, predictions, rng)
-
-
-def load_scenario(path: Path, overrides: dict | None = None) -> Scenario:
-    """Read and validate a scenario file; every problem is a SpecError naming the field."""
+def read_scenario(path: Path, overrides: dict | None = None) -> dict:
+    """A scenario file's fields, with trace paths made relative to the file and `overrides` ("backend" or
+    "section.field") applied; a file that is missing or not a YAML mapping is a SpecError."""
     try:
         data = yaml.safe_load(Path(path).read_text())
     except FileNotFoundError:
@@ -322,4 +216,11 @@ def load_scenario(path: Path, overrides: dict | None = None) -> Scenario:
     for key, value in (overrides or {}).items():  # "backend" or "section.field"
         *section, field = key.split(".")
         (data.setdefault(section[0], {}) if section else data)[field] = value
+    return data
+
+
+def parse_scenario(data: dict) -> Scenario:
+    """The scenario's structure validated: every problem is a SpecError naming the field. What the policy
+    registry knows (policy names, their parameters, comparison setups) is checked by
+    `hybridbed.experiments.scenarios`, which the CLI loads scenarios through."""
     return parse_spec(Scenario, data)

@@ -6,23 +6,15 @@ summary.json), so a comparison or a plot reads either.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from hybridbed.config.scenario import Scenario
+from hybridbed.results.progress import Progress
 
 
 class RunFailed(RuntimeError):
-    pass
-
-
-@dataclass
-class Progress:
-    jobs_done: int
-    jobs_total: int
-    elapsed_s: float  # of the workload: wall-clock in emulation, simulated in simulation
-    running_tasks: int
+    """A run ended without finishing its workload; what it wrote stays in its results directory."""
 
 
 def run_backend(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progress], None] | None = None) -> dict:

@@ -20,8 +20,10 @@ import pandas as pd
 
 from hybridbed.controller.client import DEFAULT_REST_PORT
 from hybridbed.workers.protocol import SOCKET_NAME
-from hybridbed.results.records import OCS_EVENT_FIELDS, add_uplink_totals
-from hybridbed.experiments.backends import Progress, RunFailed
+from hybridbed.results.records import OCS_EVENT_FIELDS
+from hybridbed.results.summary import add_uplink_totals
+from hybridbed.experiments.backends import RunFailed
+from hybridbed.results.progress import Progress, read_progress
 from hybridbed.testbed.network import HybridNetwork, NetworkStartError
 from hybridbed.results.path_accounting import annotate_flows, uplink_bytes
 from hybridbed.config.scenario import Scenario
@@ -131,10 +133,8 @@ def _follow(net: HybridNetwork, scheduler: subprocess.Popen, out_dir: Path, scen
                 raise RunFailed(f"the scheduler is still running {scenario.max_duration_s + 120:g} s into the run")
             _sample_links(net, names, links, started)
             links_file.flush()
-            progress_file = out_dir / "progress.json"
-            if on_progress is not None and progress_file.exists():
-                p = json.loads(progress_file.read_text())
-                on_progress(Progress(p["jobs_done"], p["jobs_total"], p["elapsed_s"], p["running_tasks"]))
+            if on_progress is not None and (progress := read_progress(out_dir)) is not None:
+                on_progress(progress)
             time.sleep(POLL_S)
         _sample_links(net, names, links, started)
     return scheduler.returncode

@@ -22,13 +22,16 @@ from pathlib import Path
 
 from hybridbed.controller.client import ControllerError, FabricClient
 from hybridbed.workers.protocol import Channel
-from hybridbed.scheduler.core import Launch, ShuffleNotice, TaskAction
-from hybridbed.scheduler.model import Job, Resources, StageKind, Task, build_job, partition_name
+from hybridbed.scheduler.core import Launch, ShuffleNotice
+from hybridbed.scheduler.model import Job, Resources, StageKind, Task, TaskAction, build_job, partition_name
 from hybridbed.results.records import (ACTION_FIELDS, FLOW_FIELDS, JOB_FIELDS, TASK_FIELDS, USAGE_FIELDS,
-                                         AllocationTimeline, CsvLog, action_row, job_row, summarize, task_row,
-                                         write_plan)
+                                       AllocationTimeline, CsvLog, action_row, job_row, task_row, write_plan)
+from hybridbed.results.summary import summarize
 from hybridbed.scheduler.transfers import network_cap_mbps
 from hybridbed.config.scenario import Scenario
+from hybridbed.results.progress import Progress, write_progress
+from hybridbed.scheduler.assembly import container, scheduler_core
+from hybridbed.workloads.build import build_workload
 from hybridbed.workers.task import write_bytes
 
 log = logging.getLogger("hybridbed.scheduler")
@@ -44,9 +47,9 @@ class SchedulerServer:
         self.socket_path = layout["socket"]
         self.controller_port = layout.get("controller_port")
         self.hosts = {h["name"]: h for h in layout["hosts"]}
-        self.core = self.scenario.scheduler_core({name: h["rack"] for name, h in self.hosts.items()})
+        self.core = scheduler_core(self.scenario, {name: h["rack"] for name, h in self.hosts.items()})
         self.policy, self.cluster = self.core.policy, self.core.cluster
-        self.specs = self.scenario.build_workload()
+        self.specs = build_workload(self.scenario)
         self.events: "queue.Queue[tuple[str, dict | None]]" = queue.Queue()
         self.channels: dict[str, Channel] = {}
         self.last_seen: dict[str, float] = {}
@@ -96,7 +99,7 @@ class SchedulerServer:
         self._listen()
         self._await_workers()
         self.policy.plan(self.specs, self.cluster)
-        write_plan(self.out_dir, self.policy)
+        write_plan(self.out_dir, self.policy.plan_rows())
         self.t0 = time.time()
         arrivals = sorted(self.specs, key=lambda s: (s.arrival_s, s.job_id))
         total = len(arrivals)
@@ -113,7 +116,8 @@ class SchedulerServer:
                 self._check_heartbeats()
                 self._carry_out(self.core.act(self._now()))
                 self._dispatch(self.core.schedule(self._now()), self.core.shuffle_notices())
-                self.allocation.record(self.cluster, self._now())
+                if self.allocation.due(self._now()):
+                    self.allocation.record(self.cluster.allocation(), self._now())
                 if self._now() >= next_hint:
                     self._hint_ocs()
                     next_hint = self._now() + HINT_INTERVAL_S
@@ -127,11 +131,11 @@ class SchedulerServer:
                     channel.send({"op": "shutdown"})
                 except OSError:
                     pass
-            self.allocation.record(self.cluster, self._now(), final=True)
+            self.allocation.record(self.cluster.allocation(), self._now(), final=True)
             for log_file in (self.jobs_log, self.tasks_log, self.flows_log, self.usage_log, self.actions_log,
                              self.allocation):
                 log_file.close()
-            write_plan(self.out_dir, self.policy)  # again: per-job plans made as jobs arrived
+            write_plan(self.out_dir, self.policy.plan_rows())  # again: per-job plans made as jobs arrived
             summarize(self.out_dir, total, status, started_at=self.t0)
 
     def _await_workers(self) -> None:
@@ -203,7 +207,7 @@ class SchedulerServer:
 
     # decisions ------------------------------------------------------------------------------------
     def _submit(self, spec, now: float) -> None:
-        job = build_job(spec, self.scenario.container())
+        job = build_job(spec, container(self.scenario))
         self.core.submit(job, now)
         for task in job.maps:  # the input is uploaded before the job runs, as into HDFS
             block = task.input_block
@@ -293,12 +297,10 @@ class SchedulerServer:
             "end_s": round(message["end"] - self.t0, 4)})
 
     def _write_progress(self, total: int, final: bool = False) -> None:
-        progress = {"jobs_done": len(self.core.finished), "jobs_total": total, "elapsed_s": round(self._now(), 1),
-                    "running_tasks": sum(len(h.running) for h in self.cluster.hosts.values()),
-                    "lost_hosts": sorted(n for n, h in self.cluster.hosts.items() if not h.alive), "final": final}
-        tmp = self.out_dir / "progress.json.tmp"
-        tmp.write_text(json.dumps(progress))
-        tmp.replace(self.out_dir / "progress.json")
+        write_progress(self.out_dir, Progress(
+            len(self.core.finished), total, round(self._now(), 1),
+            sum(len(h.running) for h in self.cluster.hosts.values()),
+            sorted(n for n, h in self.cluster.hosts.items() if not h.alive), final))
 
 
 def _output_dir(task: Task) -> str:

@@ -14,9 +14,12 @@ from typing import Callable
 
 from hybridbed.scheduler.core import PolicyError
 from hybridbed.results.records import (ACTION_FIELDS, FLOW_PATH_FIELDS, JOB_FIELDS, OCS_EVENT_FIELDS, TASK_FIELDS,
-                                         AllocationTimeline, CsvLog, add_uplink_totals, summarize, write_plan)
+                                       AllocationTimeline, CsvLog, write_plan)
+from hybridbed.results.summary import add_uplink_totals, summarize
 from hybridbed.simulator.engine import ResultLogs, Simulation, SimulationTimeout
-from hybridbed.experiments.backends import Progress, RunFailed
+from hybridbed.experiments.backends import RunFailed
+from hybridbed.results.progress import Progress
+from hybridbed.workloads.build import build_workload
 from hybridbed.config.scenario import Scenario
 
 FLUSH_INTERVAL_S = 1.0
@@ -26,7 +29,7 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
     """Simulate the scenario's workload under its policy; returns summary.json's content. Raises RunFailed."""
     out_dir.mkdir(parents=True, exist_ok=False)
     (out_dir / "scenario.json").write_text(scenario.model_dump_json(indent=2))
-    specs = scenario.build_workload()
+    specs = build_workload(scenario)
     logs = ResultLogs(*(CsvLog(out_dir / name, fields, FLUSH_INTERVAL_S) for name, fields in (
         ("jobs.csv", JOB_FIELDS), ("tasks.csv", TASK_FIELDS), ("flows.csv", FLOW_PATH_FIELDS),
         ("ocs_events.csv", OCS_EVENT_FIELDS), ("preemptions.csv", ACTION_FIELDS))),
@@ -37,16 +40,16 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
     try:
         simulation.policy.plan(specs, simulation.cluster)
         planning_s = time.perf_counter() - started
-        write_plan(out_dir, simulation.policy)
+        write_plan(out_dir, simulation.policy.plan_rows())
         simulation.run(specs, on_progress)
         status = "done"
     except (SimulationTimeout, PolicyError) as err:
         raise RunFailed(str(err)) from err
     finally:
-        logs.allocation.record(simulation.cluster, simulation.now, final=True)
+        logs.allocation.record(simulation.cluster.allocation(), simulation.now, final=True)
         for log in (logs.jobs, logs.tasks, logs.flows, logs.ocs_events, logs.actions, logs.allocation):
             log.close()
-        write_plan(out_dir, simulation.policy)  # again: per-job plans made as jobs arrived
+        write_plan(out_dir, simulation.policy.plan_rows())  # again: per-job plans made as jobs arrived
         summarize(out_dir, len(specs), status)
         flows = simulation.flows
         add_uplink_totals(out_dir, round(flows.eps_uplink_bytes), round(flows.ocs_uplink_bytes), len(simulation.ocs.events))

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hybridbed.scheduler.locality import Locality
-from hybridbed.scheduler.model import Job, Resources, StageKind, Task
+from hybridbed.scheduler.model import Allocation, Job, Locality, Resources, StageKind, Task, TaskState
 from hybridbed.scheduler.pending import PendingTasks
 from hybridbed.scheduler.transfers import remote_read_load
 
@@ -164,6 +163,17 @@ class ClusterState:
             self.launchable[job.job_id] = job
         else:
             self.launchable.pop(job.job_id, None)
+
+    def allocation(self) -> Allocation:
+        """Tasks running, suspended and pending, and the live hosts' cores and memory allocated (fractions)."""
+        live = [h for h in self.hosts.values() if h.alive]
+        tasks = [t for h in live for t in h.running.values()]
+        suspended = sum(1 for t in tasks if t.state is TaskState.SUSPENDED)
+        cores = sum(h.capacity.cores for h in live)
+        memory = sum(h.capacity.memory_mb for h in live)
+        return Allocation(len(tasks) - suspended, suspended, sum(len(p) for p in self.pending.values()),
+                          round(sum(h.used.cores for h in live) / cores, 4) if cores else 0.0,
+                          round(sum(h.used.memory_mb for h in live) / memory, 4) if memory else 0.0)
 
     def alive(self) -> set[str]:
         return {name for name, host in self.hosts.items() if host.alive}

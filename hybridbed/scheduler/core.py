@@ -9,7 +9,7 @@ import random
 from dataclasses import dataclass
 
 from hybridbed.scheduler.cluster import ClusterState, HostState
-from hybridbed.scheduler.model import Job, Resources, StageKind, Task, TaskState
+from hybridbed.scheduler.model import Job, Resources, StageKind, Task, TaskAction, TaskState
 from hybridbed.scheduler.pending import PendingTasks
 from hybridbed.scheduler.placement import place_job_input
 from hybridbed.scheduler.policy import Policy
@@ -29,17 +29,6 @@ class PolicyError(RuntimeError):
 class Launch:
     task: Task
     host: str
-
-
-@dataclass(frozen=True)
-class TaskAction:
-    """A preemption or CPU share change the backend carries out on the task's host (the attempt and host
-    as they were when decided: a killed task is already requeued as a new attempt)."""
-    task: Task
-    attempt: int
-    host: str
-    action: str  # "suspend", "resume", "kill" or "share"
-    allocation: Resources | None = None  # share: the task's new cores and rates
 
 
 @dataclass(frozen=True)

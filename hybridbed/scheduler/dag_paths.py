@@ -1,10 +1,7 @@
-"""Paths through a job's stage DAG: levels, critical paths, and the deadlines a workload derives from them."""
+"""Paths through a job's stage DAG: levels and critical paths."""
 from __future__ import annotations
 
-import random
-from dataclasses import replace
-
-from hybridbed.scheduler.model import Job, JobSpec, Resources, build_job
+from hybridbed.scheduler.model import Job
 from hybridbed.scheduler.transfers import expected_duration_s
 
 
@@ -23,16 +20,3 @@ def stage_critical_paths(job: Job) -> list[float]:
         stage = job.stages[i]
         paths[i] = expected_duration_s(stage.tasks[0]) + max((paths[c] for c in stage.children), default=0.0)
     return paths
-
-
-def with_deadlines(specs: list[JobSpec], rng: random.Random, slack: tuple[float, float],
-                   default_demand: Resources) -> list[JobSpec]:
-    """The jobs with deadlines: each its arrival plus its critical path (task durations at their allotted
-    rates, as alone on the cluster) times a factor drawn uniformly from `slack`. DSP's paper does not say
-    how its deadlines were set; a multiple of the job's own shortest possible run is the usual choice."""
-    low, high = slack
-    dated = []
-    for spec in specs:
-        critical_path = max(stage_critical_paths(build_job(spec, default_demand)))
-        dated.append(replace(spec, deadline_s=spec.arrival_s + rng.uniform(low, high) * max(critical_path, 1e-3)))
-    return dated

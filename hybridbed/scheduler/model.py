@@ -315,3 +315,40 @@ def build_job(spec: JobSpec, default_demand: Resources) -> Job:
     for n, (task, size) in enumerate(zip(job.maps, block_sizes)):
         task.input_block = Block(f"{spec.job_id}-b{n}", size, ())
     return job
+
+
+class Locality(enum.IntEnum):
+    NODE = 0
+    RACK = 1
+    OFF_RACK = 2
+
+
+def locality_of(replicas: tuple[str, ...], host: str, rack_of: dict[str, int]) -> Locality:
+    """Where a task reads from, seen from `host`: tasks without input blocks (reduces) count as node-local."""
+    if not replicas or host in replicas:
+        return Locality.NODE
+    if any(rack_of[r] == rack_of[host] for r in replicas):
+        return Locality.RACK
+    return Locality.OFF_RACK
+
+
+@dataclass(frozen=True)
+class TaskAction:
+    """A preemption or CPU share change the backend carries out on the task's host (the attempt and host
+    as they were when decided: a killed task is already requeued as a new attempt)."""
+    task: Task
+    attempt: int
+    host: str
+    action: str  # "suspend", "resume", "kill" or "share"
+    allocation: Resources | None = None  # share: the task's new cores and rates
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """What the scheduler has handed out at one moment: tasks running, suspended and pending, and the
+    fractions of the live hosts' cores and memory allocated (allocation.csv)."""
+    running_tasks: int
+    suspended_tasks: int
+    pending_tasks: int
+    cores_allocated: float
+    memory_allocated: float

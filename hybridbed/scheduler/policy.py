@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import ClassVar
 
+from hybridbed.config.scenario import SchedulerSpec
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.model import Job, JobSpec, Resources, Task
 
@@ -115,3 +116,16 @@ def make_policy(name: str, params: dict | None = None) -> Policy:
         return policies[name](**(params or {}))
     except TypeError as err:
         raise ValueError(f"policy {name}: {err}") from None
+
+
+def policy_problems(spec: SchedulerSpec) -> list[str]:
+    """Why the scheduler section cannot run (an unknown policy, parameters a policy refuses), one line per
+    problem naming the field; nothing when it can."""
+    problems = []
+    for name in sorted({spec.policy, *spec.policy_params}):
+        try:
+            make_policy(name, spec.params_for(name))
+        except (UnknownPolicy, ValueError) as err:
+            field = "policy" if name == spec.policy and name not in spec.policy_params else f"policy_params.{name}"
+            problems.append(f"scheduler.{field}: {err.args[0]}")
+    return problems

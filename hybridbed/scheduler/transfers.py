@@ -10,7 +10,7 @@ holds every network connection.
 from __future__ import annotations
 
 from hybridbed.scheduler.model import Resources, StageKind, Task
-from hybridbed.workers.task import PARALLEL_FETCHES
+from hybridbed.config.constants import PARALLEL_FETCHES
 
 
 def connection_cap_mbps(demand: Resources, kind: str, local: bool, task_cap_mbps: float | None) -> float | None:

@@ -27,17 +27,18 @@ from typing import Callable
 import numpy as np
 
 from hybridbed.controller.circuits import combined_demand
-from hybridbed.scheduler.core import SchedulerCore, TaskAction
-from hybridbed.scheduler.model import JobSpec, StageKind, Task, build_job
+from hybridbed.scheduler.core import SchedulerCore
+from hybridbed.scheduler.model import JobSpec, StageKind, Task, TaskAction, build_job
 from hybridbed.results.records import AllocationTimeline, CsvLog, action_row, job_row, task_row
 from hybridbed.scheduler.transfers import connection_cap_mbps
 from hybridbed.simulator.fabric import MBPS_TO_BYTES_S, FabricLinks, SimulatedOcs
 from hybridbed.simulator.flows import FINISH_TOLERANCE_S, Flow, FlowTable
 from hybridbed.config.addressing import FabricPlan
-from hybridbed.experiments.backends import Progress
+from hybridbed.results.progress import Progress
 from hybridbed.results.path_accounting import path_by_ocs_share
 from hybridbed.config.scenario import Scenario
-from hybridbed.workers.task import PARALLEL_FETCHES
+from hybridbed.config.constants import PARALLEL_FETCHES
+from hybridbed.scheduler.assembly import container, scheduler_core
 
 LOOPBACK_BYTES_S = 10e9  # a reducer reading its own host's map output: a local copy, not a link
 PROGRESS_INTERVAL_S = 0.5  # wall-clock seconds between progress reports
@@ -87,7 +88,7 @@ class Simulation:
         self.logs = logs
         fabric = scenario.fabric
         host_racks = {h.name: h.rack for h in FabricPlan(fabric).hosts()}  # the emulation's host names
-        self.core: SchedulerCore = scenario.scheduler_core(host_racks)
+        self.core: SchedulerCore = scheduler_core(scenario, host_racks)
         self.policy, self.cluster = self.core.policy, self.core.cluster
         workers = scenario.workers
         self.links = FabricLinks(fabric, host_racks, workers.disk_read_mbps_per_host, workers.disk_write_mbps_per_host)
@@ -131,7 +132,8 @@ class Simulation:
                 _, _, kind, payload = heapq.heappop(self._timed)
                 self._handle(kind, payload)
             self._decide()
-            self.logs.allocation.record(self.cluster, self.now)
+            if self.logs.allocation.due(self.now):
+                self.logs.allocation.record(self.cluster.allocation(), self.now)
             self.flows.settle()
             self.events += 1
             if on_progress is not None and time.monotonic() - reported >= PROGRESS_INTERVAL_S:
@@ -149,7 +151,7 @@ class Simulation:
 
     def _handle(self, kind: str, payload: object) -> None:
         if kind == "arrive":
-            self.core.submit(build_job(payload, self.scenario.container()), self.now)
+            self.core.submit(build_job(payload, container(self.scenario)), self.now)
             self._offer_all = True
         elif kind == "computed":
             self._computed(*payload)

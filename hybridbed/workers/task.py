@@ -26,9 +26,9 @@ import threading
 import time
 from pathlib import Path
 
+from hybridbed.config.constants import PARALLEL_FETCHES
 from hybridbed.workers.data_transfer import FetchError, fetch
 
-PARALLEL_FETCHES = 5  # Hadoop's mapreduce.reduce.shuffle.parallelcopies
 FETCH_RETRY_S = 1.0
 FILL = bytes(range(256)) * 4096  # 1 MiB written over and over
 

@@ -7,6 +7,8 @@ import pandas as pd
 from hybridbed.scheduler.model import build_job
 from hybridbed.experiments.emulated import run_scenario
 from hybridbed.config.scenario import Scenario
+from hybridbed.workloads.build import build_workload
+from hybridbed.scheduler.assembly import container
 
 
 def test_dag_jobs_fetch_from_every_parent_task_and_respect_precedence(tmp_path):
@@ -25,8 +27,8 @@ def test_dag_jobs_fetch_from_every_parent_task_and_respect_precedence(tmp_path):
     tasks = pd.read_csv(out / "tasks.csv").set_index("task_id")
     shuffle = pd.read_csv(out / "flows.csv").query("kind == 'shuffle'")
     depth = 0
-    for spec in scenario.build_workload():
-        job = build_job(spec, scenario.container())
+    for spec in build_workload(scenario):
+        job = build_job(spec, container(scenario))
         depth = max(depth, len({t.stage for t in job.reduces}))
         for task in job.reduces:
             row = tasks.loc[task.task_id]

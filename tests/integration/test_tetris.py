@@ -7,6 +7,8 @@ import pytest
 
 from hybridbed.experiments.emulated import run_scenario
 from hybridbed.config.scenario import Scenario
+from hybridbed.workloads.build import build_workload
+from hybridbed.scheduler.assembly import host_capacity
 
 MBIT = 1e6 / 8  # bytes per second in one Mb/s
 DISK_MBPS = 16.0
@@ -30,9 +32,9 @@ def tetris_scenario() -> Scenario:
 def test_tetris_never_over_allocates_and_tasks_keep_to_their_disk_allotment(tmp_path, tetris_scenario):
     summary = run_scenario(tetris_scenario, tmp_path / "run")
     assert summary["status"] == "done" and summary["jobs_done"] == 4, summary
-    specs = {s.job_id: s for s in tetris_scenario.build_workload()}
+    specs = {s.job_id: s for s in build_workload(tetris_scenario)}
     tasks = pd.read_csv(tmp_path / "run" / "tasks.csv")
-    capacity = tetris_scenario.host_capacity()
+    capacity = host_capacity(tetris_scenario)
 
     def demand(row):
         spec = specs[row.job_id]

@@ -18,6 +18,8 @@ from hybridbed.scheduler.model import build_job
 from hybridbed.experiments.emulated import run_scenario
 from hybridbed.testbed.runs import STATE_ROOT, recorded_runs
 from hybridbed.workers.cgroups import CgroupLayout, TaskCgroup
+from hybridbed.workloads.build import build_workload
+from hybridbed.scheduler.assembly import container
 
 MB = 1_000_000
 
@@ -27,8 +29,8 @@ def test_job_completes_and_every_reducer_fetches_exactly_its_bytes(tmp_path, sma
     out = tmp_path / "run"
     summary = run_scenario(s, out)
     assert summary["status"] == "done" and summary["jobs_done"] == 1, summary
-    (spec,) = s.build_workload()
-    expected = {r.task_id: r.fetch_bytes for r in build_job(spec, s.container()).reduces}
+    (spec,) = build_workload(s)
+    expected = {r.task_id: r.fetch_bytes for r in build_job(spec, container(s)).reduces}
     tasks = pd.read_csv(out / "tasks.csv")
     reduces = tasks[tasks.kind == "reduce"].set_index("task_id")
     assert reduces["fetched_bytes"].to_dict() == expected

@@ -6,9 +6,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from hybridbed.experiments.comparison import default_setups, plot_comparison, setup_scenario
-from hybridbed.config.scenario import load_scenario
-from hybridbed.config.fabric import SpecError
+from hybridbed.experiments.comparison import default_setups, setup_scenario
+from hybridbed.results.plots import plot_comparison
+from hybridbed.experiments.scenarios import load_scenario
+from hybridbed.config.validation import SpecError
+from hybridbed.workloads.build import build_workload
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yaml"
 
@@ -21,7 +23,7 @@ def test_f_eps_is_fair_on_the_eps_only_variant_at_the_ocs_rate():
     assert f_eps.fabric.eps_uplink_mbps == scenario.fabric.ocs_rate_mbps
     fifo = setup_scenario(scenario, "fifo")
     assert fifo.scheduler.policy == "fifo" and fifo.fabric == scenario.fabric
-    assert fifo.build_workload() == scenario.build_workload()  # same jobs for every setup
+    assert build_workload(fifo) == build_workload(scenario)  # same jobs for every setup
 
 
 def test_default_setups_are_the_papers_unless_the_scenario_names_its_own():

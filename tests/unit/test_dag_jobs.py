@@ -20,6 +20,10 @@ from hybridbed.scheduler.policy import Policy
 from hybridbed.workloads.tetris_suite import HostBandwidth, SuiteShape
 from hybridbed.experiments.simulated import run_simulation
 from hybridbed.config.scenario import Scenario
+from hybridbed.config.validation import SpecError
+from hybridbed.experiments.scenarios import validate_scenario
+from hybridbed.workloads.build import build_workload
+from hybridbed.scheduler.assembly import container
 
 CONTAINER = Resources(1, 256)
 
@@ -200,8 +204,8 @@ def test_a_dag_workload_runs_in_the_simulator_with_strict_precedence(tmp_path: P
     summary = run_simulation(scenario, tmp_path / "run")
     assert summary["status"] == "done" and summary["jobs_done"] == 4
     tasks = pd.read_csv(tmp_path / "run" / "tasks.csv").set_index("task_id")
-    for spec in scenario.build_workload():
-        job = build_job(spec, scenario.container())
+    for spec in build_workload(scenario):
+        job = build_job(spec, container(scenario))
         for stage in job.stages:
             for task in stage.tasks:
                 row = tasks.loc[task.task_id]
@@ -218,6 +222,6 @@ def test_dag_workload_knobs_are_checked_by_name():
     with pytest.raises(ValidationError, match="size_factors must be positive"):
         Scenario.model_validate({"name": "x", "fabric": {"racks": 2, "hosts_per_rack": 1},
                                  "workload": {"source": "dag", "dag": {"size_factors": [1, -2]}}})
-    with pytest.raises(ValidationError, match="space_hosts must be at least 1"):
-        Scenario.model_validate({"name": "x", "fabric": {"racks": 2, "hosts_per_rack": 1},
-                                 "scheduler": {"policy": "dagps", "policy_params": {"dagps": {"space_hosts": 0}}}})
+    with pytest.raises(SpecError, match="space_hosts must be at least 1"):
+        validate_scenario({"name": "x", "fabric": {"racks": 2, "hosts_per_rack": 1},
+                           "scheduler": {"policy": "dagps", "policy_params": {"dagps": {"space_hosts": 0}}}})

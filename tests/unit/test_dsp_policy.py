@@ -10,7 +10,8 @@ import pytest
 
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.core import SchedulerCore
-from hybridbed.scheduler.dag_paths import stage_critical_paths, with_deadlines
+from hybridbed.scheduler.dag_paths import stage_critical_paths
+from hybridbed.workloads.deadlines import with_deadlines
 from hybridbed.scheduler.model import Resources, StageSpec, build_job, dag_spec
 from hybridbed.scheduler.planning.dsp_schedule import PlanHost, PlanTask, list_schedule, objective, plan
 from hybridbed.scheduler.policies.aalo import AaloPolicy

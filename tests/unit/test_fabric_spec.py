@@ -4,7 +4,8 @@ import pytest
 
 from hybridbed.config.addressing import FabricPlan
 from hybridbed.config.scenario import Scenario
-from hybridbed.config.fabric import FabricSpec, OcsSpec, SpecError, parse_spec
+from hybridbed.config.fabric import FabricSpec, OcsSpec
+from hybridbed.config.validation import SpecError, parse_spec
 
 
 def test_eps_rate_follows_oversubscription_and_variant():

@@ -15,8 +15,9 @@ from hybridbed.scheduler.model import JobSpec, Resources, build_job
 from hybridbed.simulator.fabric import FabricLinks, SimulatedOcs
 from hybridbed.simulator.flows import Flow, FlowTable
 from hybridbed.experiments.simulated import run_simulation
-from hybridbed.config.scenario import load_scenario
+from hybridbed.experiments.scenarios import load_scenario
 from hybridbed.config.fabric import FabricSpec, OcsSpec
+from hybridbed.workloads.build import build_workload
 
 REPO = Path(__file__).resolve().parents[2]
 MB = 1e6 / 8  # bytes per second in one Mb/s
@@ -101,7 +102,7 @@ def test_f_eps_has_no_circuits(tmp_path):
 
 
 def test_the_same_seed_gives_byte_identical_results_in_fresh_processes(tmp_path):
-    code = ("import sys; from pathlib import Path; from hybridbed.config.scenario import load_scenario; "
+    code = ("import sys; from pathlib import Path; from hybridbed.experiments.scenarios import load_scenario; "
             "from hybridbed.experiments.simulated import run_simulation; "
             "run_simulation(load_scenario(Path(sys.argv[1]), {'backend': 'simulation', 'scheduler.policy': 'jobpacker'}), "
             "Path(sys.argv[2]))")
@@ -137,7 +138,7 @@ def test_a_streaming_map_takes_the_longest_of_its_read_and_its_compute(tmp_path)
     run_simulation(scenario, out)
     tasks = pd.read_csv(out / "tasks.csv")
     maps = tasks[tasks.kind == "map"]
-    jobs = {s.job_id: s for s in scenario.build_workload()}
+    jobs = {s.job_id: s for s in build_workload(scenario)}
     overlapped = 0
     for row in maps.itertuples():
         spec = jobs[row.job_id]

@@ -11,8 +11,9 @@ from hybridbed.workloads.swim import TraceError, read_swim, read_swim_files
 from hybridbed.workloads.synthetic import facebook_like
 from hybridbed.workloads.tetris_suite import HostBandwidth, SuiteShape, tetris_suite
 from hybridbed.workloads.derivation import JobShape, Predictions, derive_job, make_jobs
-from hybridbed.config.scenario import load_scenario
-from hybridbed.config.fabric import SpecError
+from hybridbed.experiments.scenarios import load_scenario
+from hybridbed.config.validation import SpecError
+from hybridbed.workloads.build import build_workload
 
 SWIM_SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "workloads" / "swim" / "FB-2009_samples_24_times_1hr_0_first50jobs.tsv"
 REPO = Path(__file__).resolve().parents[2]
@@ -67,7 +68,7 @@ def test_predictions_carry_the_injected_error():
 
 def test_quickstart_scenario_is_valid_and_deterministic():
     scenario = load_scenario(REPO / "scenarios" / "quickstart.yaml")
-    assert scenario.build_workload() == scenario.build_workload()
+    assert build_workload(scenario) == build_workload(scenario)
     assert scenario.scaled_ocs().elephant_threshold_bytes == pytest.approx(scenario.ocs.elephant_threshold_bytes * scenario.scale)
 
 
@@ -116,7 +117,7 @@ def test_several_swim_samples_are_read_one_after_the_other_with_distinct_ids(tmp
 @pytest.mark.parametrize("variant", ["", "-online", "-mixed"])
 def test_geni_scenarios_select_the_papers_jobs_from_the_vendored_trace(variant):
     scenario = load_scenario(REPO / "scenarios" / f"jobpacker-geni{variant}.yaml")  # trace relative to the file
-    jobs = scenario.build_workload()
+    jobs = build_workload(scenario)
     assert len(jobs) == 60 and all(j.shuffle_bytes >= 0.1e9 * scenario.scale for j in jobs)
     shuffle_gb = np.array([j.shuffle_bytes for j in jobs]) / scenario.scale / 1e9
     assert 0.1 <= np.percentile(shuffle_gb, 5) < 0.3 and 1 < np.median(shuffle_gb) < 5
