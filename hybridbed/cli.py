@@ -160,7 +160,8 @@ def _load_for_backend(args: argparse.Namespace, overrides: dict | None = None):
 def cmd_run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from hybridbed.experiments.backends import RunFailed, run_backend
+    from hybridbed.experiments.backends import run_backend
+    from hybridbed.experiments.run_failed import RunFailed
     from hybridbed.workloads.build import build_workload
 
     overrides = {"scheduler.policy": args.policy} if args.policy else {}

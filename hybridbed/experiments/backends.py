@@ -2,7 +2,8 @@
 
 Both take the same scenario, drive the same scheduler core and policy objects and write the same
 result files (jobs.csv, tasks.csv, flows.csv with each flow's path, ocs_events.csv, plan.csv,
-summary.json), so a comparison or a plot reads either.
+summary.json), so a comparison or a plot reads either. Each raises RunFailed (`run_failed.py`) when its
+run ends without finishing the workload.
 """
 from __future__ import annotations
 
@@ -11,10 +12,6 @@ from typing import Callable
 
 from hybridbed.config.scenario import Scenario
 from hybridbed.results.progress import Progress
-
-
-class RunFailed(RuntimeError):
-    """A run ended without finishing its workload; what it wrote stays in its results directory."""
 
 
 def run_backend(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progress], None] | None = None) -> dict:

@@ -13,7 +13,8 @@ from typing import Callable
 
 import pandas as pd
 
-from hybridbed.experiments.backends import RunFailed, run_backend
+from hybridbed.experiments.backends import run_backend
+from hybridbed.experiments.run_failed import RunFailed
 from hybridbed.results.plots import plot_comparison
 from hybridbed.results.progress import Progress
 from hybridbed.config.scenario import F_EPS, Scenario

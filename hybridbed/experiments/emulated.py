@@ -22,7 +22,7 @@ from hybridbed.controller.client import DEFAULT_REST_PORT
 from hybridbed.workers.protocol import SOCKET_NAME
 from hybridbed.results.records import OCS_EVENT_FIELDS
 from hybridbed.results.summary import add_uplink_totals
-from hybridbed.experiments.backends import RunFailed
+from hybridbed.experiments.run_failed import RunFailed
 from hybridbed.results.progress import Progress, read_progress
 from hybridbed.testbed.network import HybridNetwork, NetworkStartError
 from hybridbed.results.path_accounting import annotate_flows, uplink_bytes

@@ -32,7 +32,7 @@ from hybridbed.config.scenario import Scenario
 from hybridbed.results.progress import Progress, write_progress
 from hybridbed.scheduler.assembly import container, scheduler_core
 from hybridbed.workloads.build import build_workload
-from hybridbed.workers.task import write_bytes
+from hybridbed.workers.pacing import write_bytes
 
 log = logging.getLogger("hybridbed.scheduler")
 REGISTER_TIMEOUT_S = 60.0

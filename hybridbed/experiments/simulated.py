@@ -17,7 +17,7 @@ from hybridbed.results.records import (ACTION_FIELDS, FLOW_PATH_FIELDS, JOB_FIEL
                                        AllocationTimeline, CsvLog, write_plan)
 from hybridbed.results.summary import add_uplink_totals, summarize
 from hybridbed.simulator.engine import ResultLogs, Simulation, SimulationTimeout
-from hybridbed.experiments.backends import RunFailed
+from hybridbed.experiments.run_failed import RunFailed
 from hybridbed.results.progress import Progress
 from hybridbed.workloads.build import build_workload
 from hybridbed.config.scenario import Scenario

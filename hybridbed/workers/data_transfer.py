@@ -15,10 +15,8 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from hybridbed.workers.task import Pacer
+from hybridbed.workers.pacing import Pacer
 
 DATA_PORT = 7070
 SO_MAX_PACING_RATE = 47  # <asm-generic/socket.h>
@@ -66,7 +64,7 @@ class Fetch:
     end: float
 
 
-def fetch(ip: str, path: str, rate_bps: float | None = None, pacer: "Pacer | None" = None,
+def fetch(ip: str, path: str, rate_bps: float | None = None, pacer: Pacer | None = None,
           timeout_s: float = 60.0) -> Fetch:
     """Read one file from a worker's data server; the bytes are counted, not kept. The sender paces the
     connection at `rate_bps`; `pacer`, if given, holds the reading side to a rate that may change meanwhile

@@ -1,0 +1,67 @@
+"""Pacing a task's I/O at its share: rates the scheduler may change while the task runs, token buckets
+that hold disk reads, disk writes and the receiving side of connections to them, and the paced writer
+of filler bytes that tasks (and the scheduler process, for input blocks) write data with."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+FILL = bytes(range(256)) * 4096  # 1 MiB written over and over
+
+
+class Rate:
+    """A rate in bits/s that the scheduler may change while the task runs (None: not paced)."""
+
+    def __init__(self, bps: float | None):
+        self.bps = bps or None
+
+
+class Pacer:
+    """A token bucket holding `saved_s` seconds of its rate (read at every take, so a new share applies at
+    once): `take(n)` returns once n more bytes keep the task within it. An idle (or suspended) task saves up
+    no more than that."""
+
+    def __init__(self, rate: Rate, saved_s: float = 1.0):
+        self.rate = rate
+        self.saved_s = saved_s
+        self.tokens = (rate.bps or 0.0) / 8 * saved_s
+        self.last = time.monotonic()
+
+    def take(self, size: int) -> None:
+        if self.rate.bps is None:
+            return
+        per_s = self.rate.bps / 8  # bytes per second
+        now = time.monotonic()
+        self.tokens = min(per_s * self.saved_s, self.tokens + (now - self.last) * per_s) - size
+        self.last = now
+        if self.tokens < 0:
+            time.sleep(-self.tokens / per_s)
+            self.tokens, self.last = 0.0, time.monotonic()
+
+
+class Rates:
+    """The task's share as its worker paces it: disk reads and writes, and the receiving side of each of its
+    connections (their senders pace them too, at the cap they were asked for, but a transfer of a few tens
+    of kilobytes leaves in the first round trips whatever the sending rate: at the receiving side a fetch
+    ends when its bytes at its rate say, however small)."""
+
+    def __init__(self, task: dict):
+        self.disk_read = Rate(task.get("disk_read_bps"))
+        self.disk_write = Rate(task.get("disk_write_bps"))
+        self.connection = Rate(task.get("rate_bps"))
+
+    def update(self, share: dict) -> None:
+        self.disk_read.bps = share.get("disk_read_bps") or None
+        self.disk_write.bps = share.get("disk_write_bps") or None
+        self.connection.bps = share.get("rate_bps") or None
+
+
+def write_bytes(path: Path, size: int, pacer: Pacer | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as out:
+        while size > 0:
+            chunk = min(size, len(FILL))
+            if pacer is not None:
+                pacer.take(chunk)
+            out.write(FILL[:chunk])
+            size -= chunk
