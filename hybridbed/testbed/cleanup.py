@@ -10,8 +10,9 @@ import shutil
 import signal
 from pathlib import Path
 
-from hybridbed.testbed.isolation import FabricNamespace, RunCgroup
+from hybridbed.testbed.isolation import FabricNamespace
 from hybridbed.testbed.runs import RunManifest, recorded_runs
+from hybridbed.workers.cgroups import CgroupTree
 
 
 class RunStillActive(RuntimeError):
@@ -22,9 +23,9 @@ def clean_run(manifest: RunManifest) -> list[str]:
     """Remove everything the manifest records. Safe to call again on a half-cleaned run. Returns what it did."""
     done = []
     for path in manifest.cgroups:  # first thaw every suspended task, in whichever hierarchy froze it
-        RunCgroup(Path(path)).thaw_all()
+        CgroupTree(Path(path)).thaw_all()
     for path in manifest.cgroups:
-        cgroup = RunCgroup(Path(path))
+        cgroup = CgroupTree(Path(path))
         if cgroup.pids():
             done.append(f"ended {len(cgroup.pids())} process(es) of cgroup {path}")
             cgroup.kill_all()
@@ -39,7 +40,7 @@ def clean_run(manifest: RunManifest) -> list[str]:
             done.append(f"deleted network namespace {manifest.netns} (its bridges and veths with it)")
     for path in manifest.cgroups:
         if Path(path).exists():
-            RunCgroup(Path(path)).remove()
+            CgroupTree(Path(path)).remove()
             done.append(f"removed cgroup {path}")
     if Path(manifest.state_dir).exists():
         shutil.rmtree(manifest.state_dir)

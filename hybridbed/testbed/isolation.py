@@ -10,17 +10,14 @@ by pid, including ones started inside Mininet hosts, and nothing else.
 from __future__ import annotations
 
 import ctypes
-import errno
 import os
-import signal
 import subprocess
-import time
 from pathlib import Path
+
+from hybridbed.workers.cgroups import CGROUP_GROUP, CGROUP_ROOT, CgroupTree
 
 CLONE_NEWNET = 0x40000000
 NETNS_DIR = Path("/run/netns")
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-CGROUP_GROUP = "hybridbed"
 
 # The emulated network is IPv4 only; IPv6 would add router solicitations and MLD reports on every link.
 IPV6_OFF = ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]
@@ -82,75 +79,10 @@ def _cgroup_base() -> Path:
     raise RuntimeError(f"no cgroup hierarchy found under {CGROUP_ROOT}")
 
 
-class RunCgroup:
-    """A cgroup directory, with the cgroups below it: a run's (all its processes) or one task's."""
-
-    def __init__(self, path: Path):
-        self.path = path
+class RunCgroup(CgroupTree):
+    """The cgroup every process of a run joins (in the hierarchy that tracks processes), with the task
+    cgroups below it."""
 
     @classmethod
     def for_run(cls, run_id: str) -> "RunCgroup":
         return cls(_cgroup_base() / CGROUP_GROUP / run_id)
-
-    def create(self) -> None:
-        self.path.mkdir(parents=True, exist_ok=False)
-
-    def join(self, pid: int) -> None:
-        (self.path / "cgroup.procs").write_text(str(pid))
-
-    def join_self(self) -> None:
-        """For use as a subprocess preexec_fn: the child joins before it executes anything."""
-        self.join(os.getpid())
-
-    def pids(self) -> list[int]:
-        """Every process in this cgroup and the cgroups below it (task cgroups live below a run's roots)."""
-        pids = []
-        for procs in sorted(self.path.rglob("cgroup.procs")) if self.path.exists() else []:
-            try:
-                pids += [int(line) for line in procs.read_text().split()]
-            except FileNotFoundError:
-                pass
-        return pids
-
-    def thaw_all(self) -> None:
-        """Thaw every frozen cgroup here and below (a frozen process does not act on signals, not even
-        SIGKILL, until thawed): v1 freezer.state, v2 cgroup.freeze, parents first."""
-        if not self.path.exists():
-            return
-        for name, thawed in (("freezer.state", "THAWED"), ("cgroup.freeze", "0")):
-            for state in sorted(self.path.rglob(name), key=lambda p: len(p.parts)):
-                try:
-                    state.write_text(thawed)
-                except FileNotFoundError:  # went meanwhile
-                    pass
-
-    def kill_all(self, grace_s: float = 2.0) -> None:
-        """Thaw, then SIGTERM every member, then SIGKILL whatever is left after the grace period."""
-        self.thaw_all()
-        deadline = time.monotonic() + grace_s
-        sig = signal.SIGTERM
-        while self.pids():
-            for pid in self.pids():
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.05)
-            if time.monotonic() > deadline:
-                sig = signal.SIGKILL
-            if time.monotonic() > deadline + 5:
-                raise RuntimeError(f"processes {self.pids()} in {self.path} survive SIGKILL")
-
-    def remove(self) -> None:
-        """Remove the cgroup with the cgroups below it (deepest first), and the shared parent if no other
-        run uses it."""
-        below = sorted((p for p in self.path.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True) \
-            if self.path.exists() else []
-        for path in [*below, self.path, self.path.parent]:
-            try:
-                path.rmdir()
-            except FileNotFoundError:
-                pass
-            except OSError as err:
-                if err.errno not in (errno.EBUSY, errno.ENOTEMPTY) or path != self.path.parent:
-                    raise

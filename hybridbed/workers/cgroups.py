@@ -8,14 +8,86 @@ creates one cgroup per task attempt under those roots and removes it when the ta
 """
 from __future__ import annotations
 
+import errno
 import os
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hybridbed.testbed.isolation import CGROUP_GROUP, CGROUP_ROOT, RunCgroup
-
 CFS_PERIOD_US = 100_000
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+CGROUP_GROUP = "hybridbed"  # every cgroup hybridbed creates is below <hierarchy>/hybridbed
+
+
+class CgroupTree:
+    """A cgroup directory, with the cgroups below it: a run's (all its processes) or one task's."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def create(self) -> None:
+        self.path.mkdir(parents=True, exist_ok=False)
+
+    def join(self, pid: int) -> None:
+        (self.path / "cgroup.procs").write_text(str(pid))
+
+    def join_self(self) -> None:
+        """For use as a subprocess preexec_fn: the child joins before it executes anything."""
+        self.join(os.getpid())
+
+    def pids(self) -> list[int]:
+        """Every process in this cgroup and the cgroups below it (task cgroups live below a run's roots)."""
+        pids = []
+        for procs in sorted(self.path.rglob("cgroup.procs")) if self.path.exists() else []:
+            try:
+                pids += [int(line) for line in procs.read_text().split()]
+            except FileNotFoundError:
+                pass
+        return pids
+
+    def thaw_all(self) -> None:
+        """Thaw every frozen cgroup here and below (a frozen process does not act on signals, not even
+        SIGKILL, until thawed): v1 freezer.state, v2 cgroup.freeze, parents first."""
+        if not self.path.exists():
+            return
+        for name, thawed in (("freezer.state", "THAWED"), ("cgroup.freeze", "0")):
+            for state in sorted(self.path.rglob(name), key=lambda p: len(p.parts)):
+                try:
+                    state.write_text(thawed)
+                except FileNotFoundError:  # went meanwhile
+                    pass
+
+    def kill_all(self, grace_s: float = 2.0) -> None:
+        """Thaw, then SIGTERM every member, then SIGKILL whatever is left after the grace period."""
+        self.thaw_all()
+        deadline = time.monotonic() + grace_s
+        sig = signal.SIGTERM
+        while self.pids():
+            for pid in self.pids():
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.05)
+            if time.monotonic() > deadline:
+                sig = signal.SIGKILL
+            if time.monotonic() > deadline + 5:
+                raise RuntimeError(f"processes {self.pids()} in {self.path} survive SIGKILL")
+
+    def remove(self) -> None:
+        """Remove the cgroup with the cgroups below it (deepest first), and the shared parent if no other
+        run uses it."""
+        below = sorted((p for p in self.path.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True) \
+            if self.path.exists() else []
+        for path in [*below, self.path, self.path.parent]:
+            try:
+                path.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError as err:
+                if err.errno not in (errno.EBUSY, errno.ENOTEMPTY) or path != self.path.parent:
+                    raise
 
 
 @dataclass(frozen=True)
@@ -119,13 +191,13 @@ class TaskCgroup:
             (path / "cgroup.procs").write_text(str(os.getpid()))
 
     def pids(self) -> list[int]:
-        return RunCgroup(self.paths[0]).pids()  # every hierarchy holds the same processes
+        return CgroupTree(self.paths[0]).pids()  # every hierarchy holds the same processes
 
     def remove(self) -> None:
         """End whatever still runs in it (thawed first, if suspended), then remove the directories."""
         for path in self.paths:
-            RunCgroup(path).thaw_all()
-        RunCgroup(self.paths[0]).kill_all(grace_s=0)
+            CgroupTree(path).thaw_all()
+        CgroupTree(self.paths[0]).kill_all(grace_s=0)
         for path in self.paths:
             for _ in range(50):  # the kernel releases a cgroup shortly after its last process is reaped
                 try:

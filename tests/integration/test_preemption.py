@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from hybridbed.workers.protocol import Channel
-from hybridbed.testbed.isolation import RunCgroup
-from hybridbed.workers.cgroups import CgroupLayout
+from hybridbed.workers.cgroups import CgroupLayout, CgroupTree
 
 COMPUTE_S = 2.0
 BIG_BLOCK = 4_000_000
@@ -45,10 +44,10 @@ def agent(tmp_path):
     channel.send({"op": "shutdown"})
     proc.wait(timeout=10)
     for root in roots:
-        RunCgroup(root).thaw_all()
+        CgroupTree(root).thaw_all()
     for root in roots:
-        RunCgroup(root).kill_all(grace_s=0)
-        RunCgroup(root).remove()
+        CgroupTree(root).kill_all(grace_s=0)
+        CgroupTree(root).remove()
     server.close()
 
 

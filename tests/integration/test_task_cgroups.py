@@ -12,9 +12,8 @@ import psutil
 import pytest
 
 from hybridbed.testbed.cleanup import clean_run
-from hybridbed.testbed.isolation import RunCgroup
 from hybridbed.testbed.runs import RunManifest
-from hybridbed.workers.cgroups import CgroupLayout, TaskCgroup
+from hybridbed.workers.cgroups import CgroupLayout, CgroupTree, TaskCgroup
 
 COUNTER = """import os, sys
 i = 0
@@ -32,10 +31,10 @@ def task_roots():
     roots = layout.create_task_roots(f"it-cgroups-{os.getpid()}")
     yield layout, roots
     for root in roots:  # whatever a test left: thawed first, then ended and removed
-        RunCgroup(root).thaw_all()
+        CgroupTree(root).thaw_all()
     for root in roots:
-        RunCgroup(root).kill_all(grace_s=0)
-        RunCgroup(root).remove()
+        CgroupTree(root).kill_all(grace_s=0)
+        CgroupTree(root).remove()
         assert not root.exists()
 
 
