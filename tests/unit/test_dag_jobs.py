@@ -13,9 +13,9 @@ from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.workloads.dag import DagShape, dag_jobs
 from hybridbed.scheduler.model import Resources, StageSpec, TaskState, build_job, dag_spec
 from hybridbed.scheduler.dag_paths import stage_critical_paths, stage_levels
-from hybridbed.scheduler.policies.dag_order import BfsPolicy, CriticalPathPolicy
-from hybridbed.scheduler.policies.dagps import DagpsPolicy
-from hybridbed.scheduler.policies.fair import FairPolicy
+from hybridbed.policies.dag_order import BfsPolicy, CriticalPathPolicy
+from hybridbed.policies.dagps import DagpsPolicy
+from hybridbed.policies.fair import FairPolicy
 from hybridbed.scheduler.policy import Policy
 from hybridbed.workloads.tetris_suite import HostBandwidth, SuiteShape
 from hybridbed.experiments.simulated import run_simulation

@@ -6,7 +6,7 @@ import random
 import networkx as nx
 import pytest
 
-from hybridbed.scheduler.planning.dagps import (
+from hybridbed.policies.planning.dagps import (
     SUBSET_ORDERS,
     Space,
     build_schedule,

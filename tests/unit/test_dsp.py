@@ -4,7 +4,7 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from hybridbed.scheduler.planning.dsp import allowable_waits, levels, priorities, task_deadlines
+from hybridbed.policies.planning.dsp import allowable_waits, levels, priorities, task_deadlines
 
 
 def hand_dag() -> nx.DiGraph:

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from hybridbed.scheduler.planning.mrpots import PoolSimulation, Subtask, dominant, mua
+from hybridbed.policies.planning.mrpots import PoolSimulation, Subtask, dominant, mua
 
 
 def test_mua_fills_both_resources_when_two_subtasks_lean_opposite_ways():

@@ -10,7 +10,7 @@ import pytest
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.model import JobSpec, Resources, build_job
-from hybridbed.scheduler.policies.mrpots import DrfqPolicy, FifoLmPolicy, MrPotsPolicy, rate_shares
+from hybridbed.policies.mrpots import DrfqPolicy, FifoLmPolicy, MrPotsPolicy, rate_shares
 from hybridbed.experiments.simulated import run_simulation
 from tests.small_scenarios import small_mrpots
 

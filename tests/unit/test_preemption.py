@@ -9,7 +9,7 @@ import pytest
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.core import PolicyError, SchedulerCore, TaskAction
 from hybridbed.scheduler.model import JobSpec, Resources, TaskState, build_job
-from hybridbed.scheduler.policies.fifo import FifoPolicy
+from hybridbed.policies.fifo import FifoPolicy
 from hybridbed.scheduler.policy import Preemption, Share
 
 TASK = Resources(2, 1000)

@@ -10,8 +10,8 @@ from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.core import PolicyError, SchedulerCore
 from hybridbed.scheduler.model import JobSpec, Resources, StageKind, TaskState, build_job
 from hybridbed.scheduler.placement import choose_replicas
-from hybridbed.scheduler.policies.fair import FairPolicy
-from hybridbed.scheduler.policies.fifo import FifoPolicy
+from hybridbed.policies.fair import FairPolicy
+from hybridbed.policies.fifo import FifoPolicy
 from hybridbed.scheduler.policy import Policy, make_policy, registered_policies
 
 CONTAINER = Resources(1, 256)

@@ -151,7 +151,7 @@ def test_a_streaming_map_takes_the_longest_of_its_read_and_its_compute(tmp_path)
 
 
 def test_a_policy_error_fails_the_run_and_keeps_what_was_written(tmp_path, monkeypatch):
-    from hybridbed.scheduler.policies.fifo import FifoPolicy
+    from hybridbed.policies.fifo import FifoPolicy
     from hybridbed.experiments.run_failed import RunFailed
 
     def choose_a_running_task(self, host, cluster):

@@ -19,10 +19,10 @@ import random
 
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.model import Job, Task, TaskState
-from hybridbed.scheduler.planning.jobpacker import JobPackerPlanner
-from hybridbed.scheduler.planning.latency import JobProfile, LatencyModel
-from hybridbed.scheduler.planning.timeline import Plan
-from hybridbed.scheduler.policies.planned import PlannedPolicy
+from hybridbed.policies.planning.jobpacker import JobPackerPlanner
+from hybridbed.policies.planning.latency import JobProfile, LatencyModel
+from hybridbed.policies.planning.timeline import Plan
+from hybridbed.policies.planned import PlannedPolicy
 
 
 class JobPackerPolicy(PlannedPolicy):

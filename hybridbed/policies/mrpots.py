@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.dag_paths import stage_critical_paths
 from hybridbed.scheduler.model import Job, Resources, Task, TaskState
-from hybridbed.scheduler.planning.mrpots import Candidate, dominant, drp_pick, mua
+from hybridbed.policies.planning.mrpots import Candidate, dominant, drp_pick, mua
 from hybridbed.scheduler.policy import Policy, Share
 from hybridbed.scheduler.transfers import expected_duration_s
 

@@ -16,7 +16,7 @@ import math
 from hybridbed.scheduler.cluster import ClusterState
 from hybridbed.scheduler.dag_paths import stage_levels
 from hybridbed.scheduler.model import Job
-from hybridbed.scheduler.policies.dag_order import StageOrderPolicy
+from hybridbed.policies.dag_order import StageOrderPolicy
 from hybridbed.scheduler.transfers import expected_duration_s
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from hybridbed.scheduler.cluster import ClusterState
 from hybridbed.scheduler.model import Job
-from hybridbed.scheduler.policies.fair import FairPolicy
+from hybridbed.policies.fair import FairPolicy
 
 
 class DrfPolicy(FairPolicy):

@@ -35,8 +35,8 @@ import random
 import numpy as np
 
 from hybridbed.scheduler.model import StageKind
-from hybridbed.scheduler.planning.latency import JobProfile, LatencyModel, is_batch
-from hybridbed.scheduler.planning.timeline import JobPlan, Plan, Timeline
+from hybridbed.policies.planning.latency import JobProfile, LatencyModel, is_batch
+from hybridbed.policies.planning.timeline import JobPlan, Plan, Timeline
 
 Pair = tuple[int, int]
 

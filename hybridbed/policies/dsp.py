@@ -46,8 +46,8 @@ import networkx as nx
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.dag_paths import stage_critical_paths, stage_levels
 from hybridbed.scheduler.model import Job, Task, TaskState
-from hybridbed.scheduler.planning import dsp as priorities_model
-from hybridbed.scheduler.planning.dsp_schedule import PlanHost, PlanTask, plan
+from hybridbed.policies.planning import dsp as priorities_model
+from hybridbed.policies.planning.dsp_schedule import PlanHost, PlanTask, plan
 from hybridbed.scheduler.policy import Policy, Preemption
 from hybridbed.scheduler.transfers import expected_duration_s
 

@@ -40,8 +40,8 @@ import networkx as nx
 
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.model import Job, Resources, StageKind, StageSpec, Task
-from hybridbed.scheduler.planning.dagps import DEFAULT_STEP, build_schedule, lower_bounds
-from hybridbed.scheduler.policies.tetris import PackingScores, RemainingWork, normalised
+from hybridbed.policies.planning.dagps import DEFAULT_STEP, build_schedule, lower_bounds
+from hybridbed.policies.tetris import PackingScores, RemainingWork, normalised
 from hybridbed.scheduler.policy import Policy
 from hybridbed.scheduler.transfers import expected_duration_s
 

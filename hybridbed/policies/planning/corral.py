@@ -15,8 +15,8 @@ which racks, so that jobs run isolated on few racks and keep their shuffle insid
 from __future__ import annotations
 
 from hybridbed.scheduler.model import StageKind
-from hybridbed.scheduler.planning.latency import JobProfile, LatencyModel, is_batch
-from hybridbed.scheduler.planning.timeline import JobPlan, Plan, Timeline
+from hybridbed.policies.planning.latency import JobProfile, LatencyModel, is_batch
+from hybridbed.policies.planning.timeline import JobPlan, Plan, Timeline
 
 
 def prioritise(jobs: list[JobProfile], racks_of: dict[str, int], model: LatencyModel, batch: bool) -> Plan:
