@@ -8,6 +8,8 @@ import time
 
 import requests
 
+from hybridbed.controller.events import OcsEvent
+
 DEFAULT_REST_PORT = 8080
 
 
@@ -46,12 +48,13 @@ class FabricClient:
     def circuits(self) -> list[dict]:
         return self._call("GET", "/circuits")["circuits"]
 
-    def set_circuits(self, circuits: list[dict]) -> dict | None:
+    def set_circuits(self, circuits: list[dict]) -> OcsEvent | None:
         """Pin a configuration; returns the reconfiguration event once the circuits carry traffic."""
-        return self._call("PUT", "/circuits", {"circuits": circuits})["event"]
+        event = self._call("PUT", "/circuits", {"circuits": circuits})["event"]
+        return OcsEvent.from_dict(event) if event else None
 
-    def events(self) -> list[dict]:
-        return self._call("GET", "/events")["events"]
+    def events(self) -> list[OcsEvent]:
+        return [OcsEvent.from_dict(e) for e in self._call("GET", "/events")["events"]]
 
     def demand(self) -> dict:
         return self._call("GET", "/demand")

@@ -1,9 +1,8 @@
 """The os-ken application that runs a hybrid DCN: proactive forwarding, ToR steering and OCS circuits.
 
-Forwarding is installed from the static FabricPlan when a switch connects: ToRs deliver to their
-hosts and send other racks' traffic up the EPS; the EPS core routes by rack subnet; the OCS forwards
-only along lit circuits (in_port -> out_port). A circuit a->b adds a higher-priority rule on ToR a that
-sends rack b's traffic (all of it, or only DSCP-marked bulk traffic) out the OCS port instead.
+What each switch holds is computed by `rules.py` from the static FabricPlan and the lit circuits; this
+app sends those entries when a switch connects and as circuits change, measures demand, and serves the
+REST API.
 
 Reconfiguration keeps traffic flowing: affected rack pairs go back to the EPS first, the changed
 circuits go dark for the configured delay, then the new circuits are lit and traffic steered onto them.
@@ -28,11 +27,20 @@ from hybridbed.controller.circuits import (
     combined_demand,
     configuration_as_list,
     periodic_configuration,
-    steering,
     steering_changes,
 )
+from hybridbed.controller.events import OcsEvent
 from hybridbed.controller.rest_api import FabricRestApi
-from hybridbed.config.addressing import EPS_DPID, OCS_DPID, FabricPlan
+from hybridbed.controller.rules import (
+    COOKIE_CIRCUIT,
+    COOKIE_EPS,
+    COOKIE_RACK_MASK,
+    FlowEntry,
+    circuit_entry,
+    steering_entry,
+    switch_entries,
+)
+from hybridbed.config.addressing import OCS_DPID, FabricPlan
 from hybridbed.config.fabric import FabricSpec, OcsSpec
 
 CONF = cfg.CONF
@@ -45,15 +53,6 @@ CONF.register_opts(
     ],
     group="hybridbed",
 )
-
-PRIO_HOST = 300  # ToR: deliver to a host of this rack
-PRIO_CIRCUIT = 200  # ToR: another rack over a lit circuit
-PRIO_EPS = 100  # ToR and EPS core: another rack over the packet-switched core
-COOKIE_EPS = 0x1_0000  # | destination rack: lets flow stats split ToR traffic by destination rack
-COOKIE_CIRCUIT = 0x2_0000
-COOKIE_RACK_MASK = 0xFFFF
-ETH_IPV4 = 0x0800
-
 
 
 class HybridFabricController(app_manager.OSKenApp):
@@ -69,7 +68,7 @@ class HybridFabricController(app_manager.OSKenApp):
         self.datapaths: dict[int, object] = {}
         self.installed: set[int] = set()
         self.circuits: Configuration = frozenset()
-        self.reconfig_events: list[dict] = []
+        self.reconfig_events: list[OcsEvent] = []
         self.skipped_reconfigurations = 0
         racks = self.fabric.racks
         self.demand_hints = [[0.0] * racks for _ in range(racks)]
@@ -103,14 +102,8 @@ class HybridFabricController(app_manager.OSKenApp):
             except Exception:  # InvalidDatapath until the service has registered it
                 hub.sleep(0.02)
         self._delete_all_flows(dp)
-        rack = self.plan.rack_of_tor_dpid(dp.id)
-        if rack is not None:
-            self._install_tor(dp, rack)
-        elif dp.id == EPS_DPID:
-            self._install_eps(dp)
-        elif dp.id == OCS_DPID:
-            for circuit in self.circuits:
-                self._ocs_rule(dp, circuit, add=True)
+        for entry in switch_entries(self.plan, self.ocs, dp.id, self.circuits):
+            self._send(dp, entry)
         self._barrier(dp)
         self.installed.add(dp.id)
         self.logger.info("switch %s ready", self.plan.switch_names()[dp.id])
@@ -119,17 +112,18 @@ class HybridFabricController(app_manager.OSKenApp):
     def ready(self) -> bool:
         return set(self.plan.switch_names()) <= self.installed
 
-    # flow rules --------------------------------------------------------------------------------
-    def _flow(self, dp, priority: int, match, actions: list, cookie: int = 0, delete: bool = False) -> None:
+    # flow entries ------------------------------------------------------------------------------
+    def _send(self, dp, entry: FlowEntry, delete: bool = False) -> None:
+        """Add the entry to the switch, or delete it (strictly: same priority and match)."""
         ofp, parser = dp.ofproto, dp.ofproto_parser
+        match = parser.OFPMatch(**entry.match_fields())
         if delete:
-            msg = parser.OFPFlowMod(
-                dp, command=ofp.OFPFC_DELETE_STRICT, priority=priority, match=match,
-                out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
-            )
+            msg = parser.OFPFlowMod(dp, command=ofp.OFPFC_DELETE_STRICT, priority=entry.priority, match=match,
+                                    out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY)
         else:
+            actions = [parser.OFPActionOutput(entry.out_port)]
             inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
-            msg = parser.OFPFlowMod(dp, cookie=cookie, priority=priority, match=match, instructions=inst)
+            msg = parser.OFPFlowMod(dp, cookie=entry.cookie, priority=entry.priority, match=match, instructions=inst)
         dp.send_msg(msg)
 
     def _delete_all_flows(self, dp) -> None:
@@ -140,45 +134,8 @@ class HybridFabricController(app_manager.OSKenApp):
     def _barrier(self, dp) -> None:
         ofctl_api.send_msg(self, dp.ofproto_parser.OFPBarrierRequest(dp), reply_cls=dp.ofproto_parser.OFPBarrierReply)
 
-    def _rack_match(self, dp, rack: int, bulk_only: bool = False):
-        fields = {"eth_type": ETH_IPV4, "ipv4_dst": self.plan.rack_subnet(rack)}
-        if bulk_only:
-            fields["ip_dscp"] = self.ocs.bulk_dscp
-        return dp.ofproto_parser.OFPMatch(**fields)
-
-    def _install_tor(self, dp, rack: int) -> None:
-        parser = dp.ofproto_parser
-        for h in range(self.plan.hosts_per_rack):
-            host = self.plan.host(rack, h)
-            match = parser.OFPMatch(eth_type=ETH_IPV4, ipv4_dst=host.ip)
-            self._flow(dp, PRIO_HOST, match, [parser.OFPActionOutput(host.tor_port)])
-        for other in range(self.plan.racks):
-            if other != rack:
-                self._flow(dp, PRIO_EPS, self._rack_match(dp, other), [parser.OFPActionOutput(self.plan.tor_eps_port)],
-                           cookie=COOKIE_EPS | other)
-        for (src, dst), port in steering(self.circuits).items():
-            if src == rack:
-                self._steer(dp, dst, port, add=True)
-
-    def _install_eps(self, dp) -> None:
-        parser = dp.ofproto_parser
-        for rack in range(self.plan.racks):
-            self._flow(dp, PRIO_EPS, self._rack_match(dp, rack), [parser.OFPActionOutput(self.plan.eps_port(rack))])
-
-    def _ocs_rule(self, dp, circuit, add: bool) -> None:
-        parser = dp.ofproto_parser
-        match = parser.OFPMatch(in_port=self.plan.ocs_port(circuit.src_rack, circuit.src_port))
-        out = [parser.OFPActionOutput(self.plan.ocs_port(circuit.dst_rack, circuit.dst_port))]
-        self._flow(dp, PRIO_EPS, match, out, delete=not add)
-
-    def _steer(self, dp, dst_rack: int, ocs_port: int, add: bool) -> None:
-        """On a ToR: send traffic for dst_rack out OCS port `ocs_port` (add) or stop doing so (delete)."""
-        match = self._rack_match(dp, dst_rack, bulk_only=self.ocs.steering == "marked")
-        out = [dp.ofproto_parser.OFPActionOutput(self.plan.tor_ocs_port(ocs_port))]
-        self._flow(dp, PRIO_CIRCUIT, match, out, cookie=COOKIE_CIRCUIT | dst_rack, delete=not add)
-
     # reconfiguration ---------------------------------------------------------------------------
-    def reconfigure(self, target: Configuration, reason: str) -> dict | None:
+    def reconfigure(self, target: Configuration, reason: str) -> OcsEvent | None:
         """Move from the current circuits to `target`; return the logged event (None if nothing changed)."""
         with self._reconfig_lock:
             before = self.circuits
@@ -190,41 +147,33 @@ class HybridFabricController(app_manager.OSKenApp):
             tors = {self.plan.tor_dpid(a) for a, _ in list(unsteer) + list(steer)}
 
             for (a, b), port in unsteer.items():
-                self._steer(self.datapaths[self.plan.tor_dpid(a)], b, port, add=False)
+                self._send(self.datapaths[self.plan.tor_dpid(a)], steering_entry(self.plan, self.ocs, a, b, port),
+                           delete=True)
             self._barriers(tors & set(self.datapaths))
             # the affected pairs left their circuits at the unsteer barrier: the dark time counts from there
             dark_from = time.time()
             ocs = self.datapaths[OCS_DPID]
             for circuit in removed:
-                self._ocs_rule(ocs, circuit, add=False)
+                self._send(ocs, circuit_entry(self.plan, circuit), delete=True)
             self._barrier(ocs)
             self.circuits = target  # from here on a (re)connecting switch gets the new configuration
             if added:
                 hub.sleep(max(0.0, self.ocs.reconfig_delay_ms / 1000.0 - (time.time() - dark_from)))
                 for circuit in added:
-                    self._ocs_rule(ocs, circuit, add=True)
+                    self._send(ocs, circuit_entry(self.plan, circuit))
             # steering back goes out right behind the circuits (not a barrier later), so both land together
             for (a, b), port in steer.items():
-                self._steer(self.datapaths[self.plan.tor_dpid(a)], b, port, add=True)
+                self._send(self.datapaths[self.plan.tor_dpid(a)], steering_entry(self.plan, self.ocs, a, b, port))
             self._barrier(ocs)
             dark_until = time.time()
             self._barriers(tors & set(self.datapaths))
             done = time.time()
-            event = {
-                "seq": len(self.reconfig_events),
-                "reason": reason,
-                "requested": requested,
-                "dark_from": dark_from,
-                "dark_until": dark_until,
-                "done": done,
-                "configured_delay_ms": self.ocs.reconfig_delay_ms,
-                "circuits_before": configuration_as_list(before),
-                "circuits_after": configuration_as_list(target),
-            }
+            event = OcsEvent(len(self.reconfig_events), reason, requested, dark_from, dark_until, done,
+                             self.ocs.reconfig_delay_ms, configuration_as_list(before), configuration_as_list(target))
             self.reconfig_events.append(event)
             if self.event_log:
                 with self.event_log.open("a") as log:
-                    log.write(json.dumps(event) + "\n")
+                    log.write(json.dumps(event.to_dict()) + "\n")
             return event
 
     def _barriers(self, dpids: set[int]) -> None:

@@ -89,10 +89,11 @@ class FabricRestApi:
         if not self.c.ready:
             return _json(503, {"error": "not every switch is connected yet"})
         config = parse_configuration(_body(request, "circuits"), self.c.fabric.racks, self.c.plan.ocs_ports_per_tor)
-        return _json(200, {"event": self.c.reconfigure(config, reason="api")})
+        event = self.c.reconfigure(config, reason="api")
+        return _json(200, {"event": event.to_dict() if event else None})
 
     def get_events(self, request: Request) -> Response:
-        return _json(200, {"events": self.c.reconfig_events})
+        return _json(200, {"events": [e.to_dict() for e in self.c.reconfig_events]})
 
     def get_demand(self, request: Request) -> Response:
         return _json(200, {"hints": self.c.demand_hints, "measured": self.c.measured_demand, "effective": self.c.demand()})

@@ -20,7 +20,7 @@ import pandas as pd
 
 from hybridbed.controller.client import DEFAULT_REST_PORT
 from hybridbed.workers.protocol import SOCKET_NAME
-from hybridbed.results.records import OCS_EVENT_FIELDS
+from hybridbed.controller.events import OCS_EVENT_FIELDS, OcsEvent
 from hybridbed.results.summary import add_uplink_totals
 from hybridbed.experiments.run_failed import RunFailed
 from hybridbed.results.progress import Progress, read_progress
@@ -150,7 +150,7 @@ def _sample_links(net: HybridNetwork, names: dict[tuple[str, int], str], links: 
                                 "tx_bytes": counters["tx_bytes"], "rx_bytes": counters["rx_bytes"]})
 
 
-def _account_paths(out_dir: Path, events: list[dict]) -> None:
+def _account_paths(out_dir: Path, events: list[OcsEvent]) -> None:
     """Add each flow's path to flows.csv and the EPS/OCS byte split to summary.json."""
     summary_path, flows_path, links_path = (out_dir / n for n in ("summary.json", "flows.csv", "links.csv"))
     if not summary_path.exists():
@@ -162,7 +162,7 @@ def _account_paths(out_dir: Path, events: list[dict]) -> None:
     add_uplink_totals(out_dir, eps, ocs, len(events))
 
 
-def _write_ocs_events(net: HybridNetwork, out_dir: Path, t0: float) -> list[dict]:
+def _write_ocs_events(net: HybridNetwork, out_dir: Path, t0: float) -> list[OcsEvent]:
     try:
         events = net.controller.events() if net.net is not None else []
     except Exception:  # the controller is gone: the run's event log in its state dir is still there
@@ -170,10 +170,6 @@ def _write_ocs_events(net: HybridNetwork, out_dir: Path, t0: float) -> list[dict
     with (out_dir / "ocs_events.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=OCS_EVENT_FIELDS)
         writer.writeheader()
-        for e in events:
-            writer.writerow({
-                "seq": e["seq"], "reason": e["reason"], "requested_s": round(e["requested"] - t0, 4),
-                "dark_from_s": round(e["dark_from"] - t0, 4), "dark_until_s": round(e["dark_until"] - t0, 4),
-                "done_s": round(e["done"] - t0, 4), "configured_delay_ms": e["configured_delay_ms"],
-                "circuits_before": json.dumps(e["circuits_before"]), "circuits_after": json.dumps(e["circuits_after"])})
+        for event in events:
+            writer.writerow(event.csv_row(t0))
     return events

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Callable
 
 from hybridbed.scheduler.core import PolicyError
-from hybridbed.results.records import (ACTION_FIELDS, FLOW_PATH_FIELDS, JOB_FIELDS, OCS_EVENT_FIELDS, TASK_FIELDS,
+from hybridbed.controller.events import OCS_EVENT_FIELDS
+from hybridbed.results.records import (ACTION_FIELDS, FLOW_PATH_FIELDS, JOB_FIELDS, TASK_FIELDS,
                                        AllocationTimeline, CsvLog, write_plan)
 from hybridbed.results.summary import add_uplink_totals, summarize
 from hybridbed.simulator.engine import ResultLogs, Simulation, SimulationTimeout

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from hybridbed.controller.events import OcsEvent
+
 LIT_FULLY = 0.99
 LIT_NEVER = 0.01
 
@@ -22,18 +24,18 @@ def uplink_bytes(links: pd.DataFrame) -> tuple[int, int]:
     return eps, ocs
 
 
-def lit_intervals(events: list[dict]) -> dict[tuple[int, int], list[tuple[float, float]]]:
+def lit_intervals(events: list[OcsEvent]) -> dict[tuple[int, int], list[tuple[float, float]]]:
     """For each rack pair, the (from, until) times its circuit carried traffic."""
     lit: dict[tuple[int, int], float] = {}
     intervals: dict[tuple[int, int], list[tuple[float, float]]] = {}
-    for event in sorted(events, key=lambda e: e["seq"]):
-        before = {(c["src_rack"], c["dst_rack"]) for c in event["circuits_before"]}
-        after = {(c["src_rack"], c["dst_rack"]) for c in event["circuits_after"]}
+    for event in sorted(events, key=lambda e: e.seq):
+        before = {(c["src_rack"], c["dst_rack"]) for c in event.circuits_before}
+        after = {(c["src_rack"], c["dst_rack"]) for c in event.circuits_after}
         for pair in before - after:
             if pair in lit:
-                intervals.setdefault(pair, []).append((lit.pop(pair), event["dark_from"]))
+                intervals.setdefault(pair, []).append((lit.pop(pair), event.dark_from))
         for pair in after - before:
-            lit[pair] = event["dark_until"]
+            lit[pair] = event.dark_until
     for pair, since in lit.items():
         intervals.setdefault(pair, []).append((since, float("inf")))
     return intervals
@@ -54,7 +56,7 @@ def path_by_ocs_share(share: float) -> str:
     return "ocs" if share >= LIT_FULLY else "eps" if share <= LIT_NEVER else "mixed"
 
 
-def annotate_flows(flows: pd.DataFrame, events: list[dict], t0: float) -> pd.DataFrame:
+def annotate_flows(flows: pd.DataFrame, events: list[OcsEvent], t0: float) -> pd.DataFrame:
     """flows.csv with a `path` column; flow times are seconds after t0 (unix), event times unix."""
     intervals = lit_intervals(events)
     paths = [flow_path(r.src_rack, r.dst_rack, r.start_s + t0, r.end_s + t0, intervals) for r in flows.itertuples()]

@@ -22,8 +22,6 @@ SHARE_FIELDS = ["cores", "disk_read_mbps", "disk_write_mbps", "net_in_mbps"]
 ACTION_FIELDS = ["time_s", "task_id", "attempt", "host", "action", *SHARE_FIELDS]  # preemptions and share changes
 ALLOCATION_FIELDS = ["time_s", "running_tasks", "suspended_tasks", "pending_tasks", "cores_allocated",
                      "memory_allocated"]  # the scheduler's view of the cluster over time
-OCS_EVENT_FIELDS = ["seq", "reason", "requested_s", "dark_from_s", "dark_until_s", "done_s", "configured_delay_ms",
-                    "circuits_before", "circuits_after"]
 
 
 class CsvLog:

@@ -361,8 +361,7 @@ class Simulation:
         for a, b in left:
             self._reroute(a, b)
         if lit_at is not None:
-            self.logs.ocs_events.write({k: round(v, 6) if isinstance(v, float) else v
-                                        for k, v in self.ocs.events[-1].items()})
+            self.logs.ocs_events.write(self.ocs.events[-1].csv_row())
             self._at(lit_at, "ocs_lit", None)
         interval = self.scenario.ocs.reconfig_interval_s
         self._at(max(due + interval, self.now + FINISH_TOLERANCE_S), "ocs_tick", due + interval)

@@ -13,8 +13,6 @@ and local reads and writes cost nothing.
 """
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
 from hybridbed.controller.circuits import (
@@ -25,6 +23,7 @@ from hybridbed.controller.circuits import (
     steering_changes,
 )
 from hybridbed.config.fabric import FabricSpec, OcsSpec
+from hybridbed.controller.events import OcsEvent
 
 MBPS_TO_BYTES_S = 1e6 / 8
 NETWORK_LINKS = 4  # source NIC, two core links, destination NIC; then the source's disk, where modelled
@@ -93,7 +92,7 @@ class SimulatedOcs:
     At a tick the circuits become the max-weight matching of the elephant demand, as in the controller.
     Rack pairs leaving a circuit go back to the EPS at once; new circuits carry traffic after the
     reconfiguration delay (while dark, their pairs use the EPS); unchanged circuits carry on. Every
-    reconfiguration is recorded with the fields of the emulation's ocs_events.csv.
+    reconfiguration is recorded as the controller records it (times in simulated seconds).
     """
 
     def __init__(self, racks: int, ports_per_tor: int, spec: OcsSpec):
@@ -103,7 +102,7 @@ class SimulatedOcs:
         self.circuits: Configuration = frozenset()
         self.lit: dict[tuple[int, int], Circuit] = {}  # rack pairs whose traffic rides a circuit now
         self.busy_until = 0.0  # a reconfiguration under way ends here
-        self.events: list[dict] = []
+        self.events: list[OcsEvent] = []
         self._lighting: dict[tuple[int, int], Circuit] = {}
 
     def reconfigure(self, now: float, demand: list[list[float]]) -> tuple[list[tuple[int, int]], float | None]:
@@ -119,11 +118,8 @@ class SimulatedOcs:
         serving = {(c.src_rack, c.dst_rack): c for c in sorted(target, reverse=True)}  # the lowest port wins
         self._lighting = {pair: serving[pair] for pair in steer}
         lit_at = now + self.spec.reconfig_delay_ms / 1000.0 if added else now
-        self.events.append({
-            "seq": len(self.events), "reason": "periodic", "requested_s": now, "dark_from_s": now,
-            "dark_until_s": lit_at, "done_s": lit_at, "configured_delay_ms": self.spec.reconfig_delay_ms,
-            "circuits_before": json.dumps(configuration_as_list(self.circuits)),
-            "circuits_after": json.dumps(configuration_as_list(target))})
+        self.events.append(OcsEvent(len(self.events), "periodic", now, now, lit_at, lit_at, self.spec.reconfig_delay_ms,
+                                    configuration_as_list(self.circuits), configuration_as_list(target)))
         self.circuits = target
         self.busy_until = lit_at
         return list(unsteer), lit_at

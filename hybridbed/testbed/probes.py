@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from mininet.node import Host
 
+from hybridbed.controller.events import OcsEvent
 from hybridbed.testbed.network import HybridNetwork
 
 IPERF_BASE_PORT = 5201
@@ -178,17 +179,17 @@ def udp_probe_stream(net: HybridNetwork, src: tuple[int, int], dsts: list[tuple[
     return net.host(*src).popen(["python3", "-c", code])
 
 
-def delivery_gap(tap: OcsPortTap, old_rack: int, new_rack: int, event: dict) -> float:
+def delivery_gap(tap: OcsPortTap, old_rack: int, new_rack: int, event: OcsEvent) -> float:
     """Seconds between the last packet the old circuit delivered before the reconfiguration and the first
     packet the new circuit delivered after it."""
-    before = [t for t in tap.times[old_rack] if t <= event["done"]]
-    after = [t for t in tap.times[new_rack] if t >= event["requested"]]
+    before = [t for t in tap.times[old_rack] if t <= event.done]
+    after = [t for t in tap.times[new_rack] if t >= event.requested]
     if not before or not after:
         raise RuntimeError(f"no OCS delivery seen around the reconfiguration (old: {len(before)}, new: {len(after)})")
     return after[0] - before[-1]
 
 
-def reconfiguration_gap(net: HybridNetwork) -> tuple[float, dict]:
+def reconfiguration_gap(net: HybridNetwork) -> tuple[float, OcsEvent]:
     """Reconfigure 0->1 into 0->2 under a probe stream to both; return (gap in s, the event)."""
     if net.plan.racks < 3:
         raise ValueError("measuring the OCS delivery gap needs at least 3 racks")
@@ -199,4 +200,6 @@ def reconfiguration_gap(net: HybridNetwork) -> tuple[float, dict]:
         event = net.controller.set_circuits([{"src_rack": 0, "dst_rack": 2}])
         stream.wait()
     net.controller.set_circuits([])
+    if event is None:
+        raise RuntimeError("the controller reported no reconfiguration from circuit 0->1 to 0->2")
     return delivery_gap(tap, 1, 2, event), event

@@ -54,7 +54,7 @@ def test_tcp_goodput_matches_the_configured_rate(clean_circuits, fabric, path):
 
 def test_reconfiguration_gap_is_the_configured_delay(clean_circuits):
     gap_s, event = probes.reconfiguration_gap(clean_circuits)
-    assert event["dark_until"] - event["dark_from"] >= RECONFIG_DELAY_MS / 1000
+    assert event.dark_until - event.dark_from >= RECONFIG_DELAY_MS / 1000
     assert RECONFIG_DELAY_MS <= gap_s * 1000 <= RECONFIG_DELAY_MS + 15
 
 
@@ -67,7 +67,7 @@ def test_flow_moved_to_the_eps_during_reconfiguration_keeps_going(clean_circuits
     threading.Event().wait(1.5)
     event = net.controller.set_circuits([{"src_rack": 0, "dst_rack": 2}])
     flow.join()
-    assert event["circuits_after"][0]["dst_rack"] == 2
+    assert event.circuits_after[0]["dst_rack"] == 2
     assert results and all(rate > 0 for rate in results[0].intervals_mbps), results[0].intervals_mbps
 
 

@@ -44,7 +44,7 @@ def _event_for(net: HybridNetwork, wanted: set[tuple[int, int]], timeout: float 
     deadline = time.monotonic() + timeout
     while True:
         events = net.controller.events()
-        if events and _pairs(events[-1]["circuits_after"]) == wanted or time.monotonic() > deadline:
+        if events and _pairs(events[-1].circuits_after) == wanted or time.monotonic() > deadline:
             assert events, "no reconfiguration event logged"
             return events[-1]
         time.sleep(0.05)
@@ -66,8 +66,8 @@ def test_hinted_demand_lights_the_max_weight_matching(periodic):
     periodic.controller.set_demand(hints)
     assert _wait_for_circuits(periodic, {(0, 1), (1, 2)}) == {(0, 1), (1, 2)}
     event = _event_for(periodic, {(0, 1), (1, 2)})
-    assert event["reason"] == "periodic"
-    assert _pairs(event["circuits_after"]) == {(0, 1), (1, 2)}
+    assert event.reason == "periodic"
+    assert _pairs(event.circuits_after) == {(0, 1), (1, 2)}
 
     periodic.controller.set_demand(_demand(3, {}))
     assert _wait_for_circuits(periodic, set()) == set()

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import pandas as pd
 
+from hybridbed.controller.events import OcsEvent
 from hybridbed.results.path_accounting import flow_path, lit_intervals, uplink_bytes
 
 
 def event(seq, before, after, dark_from, dark_until):
     as_list = lambda pairs: [{"src_rack": a, "dst_rack": b} for a, b in pairs]
-    return {"seq": seq, "circuits_before": as_list(before), "circuits_after": as_list(after),
-            "dark_from": dark_from, "dark_until": dark_until}
+    return OcsEvent(seq, "api", dark_from, dark_from, dark_until, dark_until, 10.0, as_list(before), as_list(after))
 
 
 EVENTS = [

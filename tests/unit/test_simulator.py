@@ -55,7 +55,7 @@ def test_a_flow_between_racks_takes_the_eps_until_its_circuit_is_lit_after_exact
     assert table.ocs_uplink_bytes == pytest.approx(remaining)
     assert table.eps_uplink_bytes == pytest.approx(1.25 * 10 * MB)
     event = ocs.events[0]
-    assert event["dark_until_s"] - event["dark_from_s"] == pytest.approx(0.25)
+    assert event.dark_until - event.dark_from == pytest.approx(0.25)
 
 
 def test_demand_below_the_threshold_lights_nothing_and_a_removed_circuit_sends_its_pair_back_at_once():
