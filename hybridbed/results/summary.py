@@ -1,0 +1,87 @@
+"""summary.json: a run's makespan, JCT percentiles, bytes by path and the counts of what its policy did,
+computed from the CSVs the run wrote (so it can be computed again from a crashed run's files)."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+
+def add_uplink_totals(out_dir: Path, eps_bytes: int, ocs_bytes: int, reconfigurations: int) -> None:
+    """Put the bytes the ToRs sent up the EPS and the OCS, and the reconfiguration count, into summary.json."""
+    path = out_dir / "summary.json"
+    summary = json.loads(path.read_text())
+    summary.update({"eps_uplink_bytes": eps_bytes, "ocs_uplink_bytes": ocs_bytes,
+                    "ocs_byte_share": ocs_bytes / (eps_bytes + ocs_bytes) if eps_bytes + ocs_bytes else 0.0,
+                    "reconfigurations": reconfigurations})
+    path.write_text(json.dumps(summary, indent=2))
+
+
+def summarize(out_dir: Path, jobs_total: int, status: str, started_at: float | None = None) -> dict:
+    """summary.json from jobs.csv and flows.csv: makespan, JCT percentiles, cross-rack shuffle bytes."""
+    jobs = pd.read_csv(out_dir / "jobs.csv")
+    flows = pd.read_csv(out_dir / "flows.csv")
+    jct = jobs["jct_s"].to_numpy(dtype=float)
+
+    def pct(q: float) -> float | None:
+        return float(np.percentile(jct, q)) if len(jct) else None
+
+    cross = flows[flows["src_rack"] != flows["dst_rack"]] if len(flows) else flows
+    recurring = jobs["recurring"].astype(str) == "True"
+
+    def median_of(kind: pd.Series) -> float | None:
+        return float(jobs.loc[kind, "jct_s"].median()) if kind.any() else None
+
+    summary = {
+        "status": status,
+        "jobs_total": jobs_total,
+        "jobs_done": int(len(jobs)),
+        "makespan_s": float(jobs["finish_s"].max()) if len(jobs) else None,
+        "jct_mean_s": float(jct.mean()) if len(jct) else None,
+        "jct_median_s": pct(50), "jct_p5_s": pct(5), "jct_p25_s": pct(25), "jct_p75_s": pct(75),
+        "jct_p90_s": pct(90), "jct_p95_s": pct(95),
+        "jct_median_recurring_s": median_of(recurring), "jct_median_adhoc_s": median_of(~recurring),
+        "shuffle_bytes_moved": int(flows.loc[flows["kind"] == "shuffle", "bytes"].sum()) if len(flows) else 0,
+        "cross_rack_bytes": int(cross["bytes"].sum()) if len(cross) else 0,
+    }
+    actions = out_dir / "preemptions.csv"
+    if actions.exists():
+        taken = pd.read_csv(actions)["action"].value_counts()
+        summary.update({"preemptions": int(taken.get("suspend", 0) + taken.get("kill", 0)),
+                        "suspensions": int(taken.get("suspend", 0)), "kills": int(taken.get("kill", 0)),
+                        "share_changes": int(taken.get("share", 0))})
+    summary.update(_dependency_and_deadline_totals(jobs, summary["makespan_s"]))
+    allocation = out_dir / "allocation.csv"
+    if allocation.exists():
+        summary["cores_allocated_mean"] = _time_weighted_mean(pd.read_csv(allocation), "cores_allocated")
+    if started_at is not None:
+        summary["started_at_unix"] = started_at
+    (out_dir / "summary.json").write_text(json.dumps(
+        {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in summary.items()}, indent=2))
+    return summary
+
+
+def _dependency_and_deadline_totals(jobs: pd.DataFrame, makespan_s: float | None) -> dict:
+    """Disorders, mean job waiting time, and the jobs that met their deadlines (DSP's throughput: per minute
+    of the run)."""
+    totals: dict = {"disorders": int(jobs["disorders"].sum()) if len(jobs) else 0,
+                    "job_wait_mean_s": float(jobs["wait_s"].mean()) if len(jobs) else None}
+    dated = jobs[jobs["deadline_s"].notna()] if len(jobs) else jobs
+    if len(dated):
+        met = int((dated["met_deadline"].astype(str) == "True").sum())
+        totals.update({"deadlines_met": met, "deadline_jobs": int(len(dated)),
+                       "deadline_throughput_per_min": met / (makespan_s / 60) if makespan_s else None})
+    return totals
+
+
+def _time_weighted_mean(timeline: pd.DataFrame, column: str) -> float | None:
+    """A step function's mean over its rows' span: each value holds until the next row."""
+    if len(timeline) < 2:
+        return None
+    times = timeline["time_s"].to_numpy(dtype=float)
+    values = timeline[column].to_numpy(dtype=float)[:-1]
+    span = times[-1] - times[0]
+    return float((values * np.diff(times)).sum() / span) if span > 0 else None
