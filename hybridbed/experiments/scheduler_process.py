@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from hybridbed.controller.client import ControllerError, FabricClient
-from hybridbed.workers.protocol import Channel
+from hybridbed.workers.protocol import Channel, Launch as LaunchMessage, Notice, Share, Shutdown, TaskControl, TaskDescription, task_key
 from hybridbed.scheduler.core import Launch, ShuffleNotice
 from hybridbed.scheduler.model import Job, Resources, StageKind, Task, TaskAction, build_job, partition_name
 from hybridbed.results.records import (ACTION_FIELDS, FLOW_FIELDS, JOB_FIELDS, TASK_FIELDS, USAGE_FIELDS,
@@ -128,7 +128,8 @@ class SchedulerServer:
             self._write_progress(total, final=True)
             for channel in self.channels.values():
                 try:
-                    channel.send({"op": "shutdown"})
+                    shutdown: Shutdown = {"op": "shutdown"}
+                    channel.send(shutdown)
                 except OSError:
                     pass
             self.allocation.record(self.cluster.allocation(), self._now(), final=True)
@@ -216,25 +217,27 @@ class SchedulerServer:
 
     def _dispatch(self, launches: list[Launch], notices: list[ShuffleNotice]) -> None:
         for launch in launches:
-            self._send(launch.host, {"op": "launch", "task": self._task_message(launch.task)})
+            message: LaunchMessage = {"op": "launch", "task": self._task_message(launch.task)}
+            self._send(launch.host, message)
         for notice in notices:
             source, consumer = notice.source, notice.consumer
-            self._send(consumer.host, {"op": "notice", "key": f"{consumer.task_id}.a{consumer.attempt}", "notice": {
+            notice_message: Notice = {"op": "notice", "key": task_key(consumer.task_id, consumer.attempt), "notice": {
                 "source": source.task_id, "host": source.host, "ip": self.hosts[source.host]["ip"],
-                "path": f"{_output_dir(source)}/{partition_name(consumer)}", "bytes": source.partition_for(consumer)}})
+                "path": f"{_output_dir(source)}/{partition_name(consumer)}", "bytes": source.partition_for(consumer)}}
+            self._send(consumer.host, notice_message)
 
     def _carry_out(self, actions: list[TaskAction]) -> None:
         """Tell the workers to freeze, thaw, kill or re-quota the tasks the policy preempted or re-shared."""
         for action in actions:
             self.actions_log.write(action_row(action, self._now()))
-            message = {"op": action.action, "key": f"{action.task.task_id}.a{action.attempt}"}
+            message: TaskControl = {"op": action.action, "key": task_key(action.task.task_id, action.attempt)}
             if action.action == "resume":
                 message["overhead_s"] = self.scenario.workers.resume_overhead_s
             elif action.action == "share":
                 message["share"] = self._rates(action.task, action.allocation)
             self._send(action.host, message)
 
-    def _send(self, host: str, message: dict) -> None:
+    def _send(self, host: str, message: LaunchMessage | Notice | TaskControl) -> None:
         channel = self.channels.get(host)
         if channel is None:
             return  # lost meanwhile; the core requeues its tasks
@@ -243,16 +246,16 @@ class SchedulerServer:
         except OSError:
             self._lose(host, "control connection broke")
 
-    def _rates(self, task: Task, allocation: Resources) -> dict:
+    def _rates(self, task: Task, allocation: Resources) -> Share:
         """A task's cores and the rates its worker paces it at (bits/s; None: not paced)."""
         cap = network_cap_mbps(allocation, task.kind, self.scenario.workers.task_rate_cap_mbps)
         return {"cores": allocation.cores, "rate_bps": cap * 1e6 if cap else None,
                 "disk_read_bps": allocation.disk_read_mbps * 1e6 or None,
                 "disk_write_bps": allocation.disk_write_mbps * 1e6 or None}
 
-    def _task_message(self, task: Task) -> dict:
+    def _task_message(self, task: Task) -> TaskDescription:
         demand = task.demand
-        message = {
+        message: TaskDescription = {
             "task_id": task.task_id, "attempt": task.attempt, "kind": task.kind.value,
             "memory_mb": demand.memory_mb, "compute_s": task.compute_s,
             "partitions": [[partition_name(c), task.partition_for(c)] for c in self._consumers(task)],
@@ -304,7 +307,7 @@ class SchedulerServer:
 
 
 def _output_dir(task: Task) -> str:
-    return f"out/{task.job_id}/{task.task_id}.a{task.attempt}"
+    return f"out/{task.job_id}/{task_key(task.task_id, task.attempt)}"
 
 
 def main(argv: list[str] | None = None) -> int:

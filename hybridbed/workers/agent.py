@@ -13,10 +13,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import cast
 
 import psutil
 
-from hybridbed.workers.protocol import Channel
+from hybridbed.workers.protocol import (Channel, Failed, Fetch, Finished, Heartbeat, Register, Started, TaskControl,
+                                       TaskDescription, task_key)
 from hybridbed.workers.cgroups import TaskCgroup
 from hybridbed.workers.data_transfer import DataServer
 
@@ -42,9 +44,10 @@ class WorkerAgent:
     def run(self) -> int:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         DataServer(self.args.ip, self.data_dir).start()
-        self.channel.send({"op": "register", "host": self.args.host, "rack": self.args.rack, "ip": self.args.ip,
-                           "slots": self.args.slots, "cores": self.args.cores, "memory_mb": self.args.memory_mb,
-                           "pid": psutil.Process().pid})
+        register: Register = {"op": "register", "host": self.args.host, "rack": self.args.rack, "ip": self.args.ip,
+                              "slots": self.args.slots, "cores": self.args.cores, "memory_mb": self.args.memory_mb,
+                              "pid": psutil.Process().pid}
+        self.channel.send(register)
         threading.Thread(target=self._heartbeat, daemon=True).start()
         try:
             while (message := self.channel.receive()) is not None:
@@ -93,10 +96,11 @@ class WorkerAgent:
             to_mbps = 8 / 1e6 / max(now - last_time, 1e-3)
             last_io, last_net, last_time = io_now, net, now
             try:
-                self.channel.send({"op": "heartbeat", "host": self.args.host, "running": len(procs),
+                beat: Heartbeat = {"op": "heartbeat", "host": self.args.host, "running": len(procs),
                                    "cpu_percent": cpu, "rss_mb": rss / 1e6, "time": time.time(),
                                    "io_read_mbps": read * to_mbps, "io_write_mbps": written * to_mbps,
-                                   "net_in_mbps": received * to_mbps, "net_out_mbps": sent * to_mbps})
+                                   "net_in_mbps": received * to_mbps, "net_out_mbps": sent * to_mbps}
+                self.channel.send(beat)
             except OSError:
                 return
 
@@ -107,20 +111,21 @@ class WorkerAgent:
         return (sum(c.bytes_recv for nic, c in counters.items() if nic != "lo"),
                 sum(c.bytes_sent for nic, c in counters.items() if nic != "lo"))
 
-    def _launch(self, task: dict) -> None:
-        key = f"{task['task_id']}.a{task['attempt']}"
+    def _launch(self, task: TaskDescription) -> None:
+        key = task_key(task["task_id"], task["attempt"])
         cgroup = TaskCgroup([Path(p) for p in self.args.cgroup_roots], self.args.cgroup_version, key)
-        cgroup.create(task.get("share", task)["cores"], task["memory_mb"])
-        task = {**task, "data_dir": str(self.data_dir), "compute_mode": self.args.compute_mode}
+        cgroup.create(task["share"]["cores"] if "share" in task else task["cores"], task["memory_mb"])
+        run = {**task, "data_dir": str(self.data_dir), "compute_mode": self.args.compute_mode}
         proc = subprocess.Popen([sys.executable, "-m", "hybridbed.workers.task"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=cgroup.join_self)
-        proc.stdin.write(json.dumps(task) + "\n")
+        proc.stdin.write(json.dumps(run) + "\n")
         proc.stdin.flush()
         running = RunningTask(key, proc, cgroup)
         with self.lock:
             self.tasks[key] = running
-        self.channel.send({"op": "started", "task_id": task["task_id"], "attempt": task["attempt"],
-                           "pid": proc.pid, "cgroups": [str(p) for p in cgroup.paths], "time": time.time()})
+        started: Started = {"op": "started", "task_id": task["task_id"], "attempt": task["attempt"], "pid": proc.pid,
+                            "cgroups": [str(p) for p in cgroup.paths], "time": time.time()}
+        self.channel.send(started)
         threading.Thread(target=self._follow, args=(task, running), daemon=True).start()
 
     def _notify(self, key: str, notice: dict) -> None:
@@ -139,7 +144,7 @@ class WorkerAgent:
             except (BrokenPipeError, ValueError):
                 pass
 
-    def _act(self, op: str, message: dict) -> None:
+    def _act(self, op: str, message: TaskControl) -> None:
         """Suspend (freeze), resume (thaw, after the recovery overhead), kill, or re-quota a task. A task
         that ended meanwhile is left alone: the scheduler hears how it ended from _follow."""
         with self.lock:
@@ -172,14 +177,14 @@ class WorkerAgent:
             except FileNotFoundError:
                 pass
 
-    def _follow(self, task: dict, running: RunningTask) -> None:
+    def _follow(self, task: TaskDescription, running: RunningTask) -> None:
         """Forward the task's records to the scheduler; report how it ended; remove its cgroup."""
         ident = {"task_id": task["task_id"], "attempt": task["attempt"], "host": self.args.host}
         done = None
         for line in running.proc.stdout:
             record = json.loads(line)
             if record["event"] == "fetch":
-                self.channel.send({"op": "fetch", **ident, **record})
+                self.channel.send(cast(Fetch, {"op": "fetch", **ident, **record}))
             elif record["event"] == "done":
                 done = record
         code = running.proc.wait()
@@ -190,9 +195,11 @@ class WorkerAgent:
         if self.stopping.is_set():
             return
         if code == 0 and done is not None:
-            self.channel.send({"op": "finished", **ident, **done, "time": time.time()})
+            self.channel.send(cast(Finished, {"op": "finished", **ident, **done, "time": time.time()}))
         else:
-            self.channel.send({"op": "failed", **ident, "exit_code": code, "error": error, "time": time.time()})
+            failed: Failed = {"op": "failed", "task_id": task["task_id"], "attempt": task["attempt"],
+                              "host": self.args.host, "exit_code": code, "error": error, "time": time.time()}
+            self.channel.send(failed)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,13 +1,170 @@
-"""The control channel between the scheduler and the workers: JSON objects, one per line, over a stream
-socket (a Unix socket under the run directory reaches every Mininet host without touching the data
-network; a TCP socket works the same for workers on real machines)."""
+"""The control protocol between the central scheduler and the worker agents, shared by both sides: the
+typed messages (JSON objects, one per line; `op` names the kind) and the channel that carries them over a
+stream socket (a Unix socket under the run directory reaches every Mininet host without touching the
+data network; a TCP socket works the same for workers on real machines).
+
+Agent -> scheduler: register, heartbeat, started, fetch, finished, failed.
+Scheduler -> agent: launch, notice (where a parent task's output is), suspend / resume / kill / share
+(a task's preemption or new share), shutdown. A task attempt is named by its key `<task_id>.a<attempt>`.
+"""
 from __future__ import annotations
 
 import json
 import socket
 import threading
+from typing import Any, Literal, NotRequired, TypedDict, Union
 
 SOCKET_NAME = "scheduler.sock"
+
+
+def task_key(task_id: str, attempt: int) -> str:
+    """How both sides name one attempt of a task."""
+    return f"{task_id}.a{attempt}"
+
+
+# scheduler -> agent ---------------------------------------------------------------------------------
+class Share(TypedDict):
+    """A task's cores and the rates its worker paces it at (bits/s; None: not paced)."""
+    cores: float
+    rate_bps: float | None
+    disk_read_bps: float | None
+    disk_write_bps: float | None
+
+
+class InputSource(TypedDict):
+    host: str
+    ip: str
+
+
+class MapInput(TypedDict):
+    path: str  # below the data directory of each source
+    sources: list[InputSource]  # replica holders, nearest first
+
+
+class TaskDescription(TypedDict):
+    """What a worker needs to run one task attempt (the task process reads it as its first line)."""
+    task_id: str
+    attempt: int
+    kind: str
+    memory_mb: float
+    compute_s: float
+    partitions: list[list]  # [name, bytes] of each consumer task's partition of this task's output
+    output_bytes: int
+    output_dir: str
+    cores: float
+    rate_bps: float | None
+    disk_read_bps: float | None
+    disk_write_bps: float | None
+    share: NotRequired[Share]  # it starts below its demand
+    input: NotRequired[MapInput]  # a root stage's task: its input block
+    n_sources: NotRequired[int]  # a task with parents: how many parent outputs it fetches
+
+
+class Launch(TypedDict):
+    op: Literal["launch"]
+    task: TaskDescription
+
+
+class SourceNotice(TypedDict):
+    source: str  # the parent task
+    host: str
+    ip: str
+    path: str
+    bytes: int
+
+
+class Notice(TypedDict):
+    op: Literal["notice"]
+    key: str
+    notice: SourceNotice
+
+
+class TaskControl(TypedDict):
+    op: Literal["suspend", "resume", "kill", "share"]
+    key: str
+    overhead_s: NotRequired[float]  # resume: the recovery time before the task goes on
+    share: NotRequired[Share]  # share: the new one
+
+
+class Shutdown(TypedDict):
+    op: Literal["shutdown"]
+
+
+# agent -> scheduler ---------------------------------------------------------------------------------
+class Register(TypedDict):
+    op: Literal["register"]
+    host: str
+    rack: int
+    ip: str
+    slots: int
+    cores: float
+    memory_mb: float
+    pid: int
+
+
+class Heartbeat(TypedDict):
+    op: Literal["heartbeat"]
+    host: str
+    running: int
+    cpu_percent: float
+    rss_mb: float
+    time: float
+    io_read_mbps: float
+    io_write_mbps: float
+    net_in_mbps: float
+    net_out_mbps: float
+
+
+class Started(TypedDict):
+    op: Literal["started"]
+    task_id: str
+    attempt: int
+    pid: int
+    cgroups: list[str]
+    time: float
+
+
+class Failed(TypedDict):
+    op: Literal["failed"]
+    task_id: str
+    attempt: int
+    host: str
+    exit_code: int
+    error: str
+    time: float
+
+
+class Fetch(TypedDict):
+    """One transfer a task made (its task process's `fetch` record, with the attempt's identity)."""
+    op: Literal["fetch"]
+    task_id: str
+    attempt: int
+    host: str
+    event: Literal["fetch"]
+    kind: Literal["input", "shuffle"]
+    source: NotRequired[str]  # shuffle: the parent task
+    src_host: str
+    bytes: int
+    start: float
+    end: float
+
+
+class Finished(TypedDict):
+    """A task attempt ended well (its task process's `done` record with its byte totals)."""
+    op: Literal["finished"]
+    task_id: str
+    attempt: int
+    host: str
+    event: Literal["done"]
+    read_local_bytes: int
+    read_remote_bytes: int
+    fetched_bytes: int
+    written_bytes: int
+    time: float
+
+
+SchedulerMessage = Union[Launch, Notice, TaskControl, Shutdown]
+AgentMessage = Union[Register, Heartbeat, Started, Fetch, Finished, Failed]
 
 
 class Channel:
@@ -24,13 +181,14 @@ class Channel:
         sock.connect(path)
         return cls(sock)
 
-    def send(self, message: dict) -> None:
+    def send(self, message: SchedulerMessage | AgentMessage) -> None:
         data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
         with self._lock:
             self.sock.sendall(data)
 
-    def receive(self) -> dict | None:
-        """The next message, or None once the other end has closed."""
+    def receive(self) -> Any:
+        """The next message (a SchedulerMessage or an AgentMessage, as the side says), or None once the other
+        end has closed."""
         line = self._reader.readline()
         return json.loads(line) if line else None
 
