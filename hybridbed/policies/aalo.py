@@ -13,25 +13,30 @@ from __future__ import annotations
 
 import math
 
+from pydantic import Field
+
 from hybridbed.scheduler.cluster import ClusterState
 from hybridbed.scheduler.dag_paths import stage_levels
 from hybridbed.scheduler.model import Job
 from hybridbed.policies.dag_order import StageOrderPolicy
+from hybridbed.scheduler.policy import PolicyParams
 from hybridbed.scheduler.transfers import expected_duration_s
+
+
+class AaloParams(PolicyParams):
+    # Aalo's D-CLAS queues (Chowdhury and Stoica, SIGCOMM'15): K = 10 queues, E = 10; its first queue
+    # holds coflows below 10 MB, here translated into service in core-seconds (hybridbed's choice).
+    queues: int = Field(default=10, ge=1, description="K, the number of priority queues")
+    first_queue_core_s: float = Field(default=20.0, gt=0, description="Q, the service the first queue holds")
+    multiplier: float = Field(default=10.0, gt=1, description="E, each queue's bound over the one before")
 
 
 class AaloPolicy(StageOrderPolicy):
     name = "aalo"
     summary = "Aalo-like: jobs in priority queues by attained service (D-CLAS), FIFO within a queue"
 
-    def __init__(self, queues: int = 10, first_queue_core_s: float = 20.0, multiplier: float = 10.0):
-        if queues < 1:
-            raise ValueError(f"queues must be at least 1, got {queues}")
-        if first_queue_core_s <= 0 or multiplier <= 1:
-            raise ValueError(f"first_queue_core_s must be positive and multiplier above 1, got "
-                             f"{first_queue_core_s:g} and {multiplier:g}")
-        super().__init__()
-        self.queues, self.first_queue_core_s, self.multiplier = queues, first_queue_core_s, multiplier
+    Params = AaloParams
+    params: AaloParams
 
     def ranks(self, job: Job) -> list[float]:
         return [float(level) for level in stage_levels(job)]
@@ -47,9 +52,10 @@ class AaloPolicy(StageOrderPolicy):
 
     def queue_of(self, job: Job, cluster: ClusterState) -> int:
         service = self.attained_core_s(job, cluster)
-        if service < self.first_queue_core_s:
+        p = self.params
+        if service < p.first_queue_core_s:
             return 0
-        return min(self.queues - 1, 1 + int(math.log(service / self.first_queue_core_s, self.multiplier)))
+        return min(p.queues - 1, 1 + int(math.log(service / p.first_queue_core_s, p.multiplier)))
 
     def job_order(self, cluster: ClusterState) -> list[Job]:
         return sorted(cluster.launchable.values(),

@@ -6,7 +6,16 @@ from __future__ import annotations
 from hybridbed.policies.planning.corral import plan_corral
 from hybridbed.policies.planning.latency import JobProfile, LatencyModel
 from hybridbed.policies.planning.timeline import Plan
+from pydantic import Field
+
 from hybridbed.policies.planned import PlannedPolicy
+from hybridbed.scheduler.policy import PolicyParams
+
+
+class CorralParams(PolicyParams):
+    patience: int = Field(default=20, ge=1, description="the planner stops after this many rounds of growing jobs "
+                          "without a better plan (hybridbed's bound on planning time; Corral grows until every job "
+                          "spans the cluster)")
 
 
 class CorralPolicy(PlannedPolicy):
@@ -14,11 +23,8 @@ class CorralPolicy(PlannedPolicy):
     summary = "Corral: offline plan puts each recurring job and its input on few racks; ad-hoc jobs by Fair"
     ocs_aware = False
 
-    def __init__(self, patience: int = 20):
-        if patience < 1:
-            raise ValueError(f"patience must be at least 1, got {patience}")
-        super().__init__()
-        self.patience = patience
+    Params = CorralParams
+    params: CorralParams
 
     def build_plan(self, jobs: list[JobProfile], model: LatencyModel) -> Plan:
-        return plan_corral(jobs, model, self.patience)
+        return plan_corral(jobs, model, self.params.patience)

@@ -18,14 +18,15 @@ import random
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.dag_paths import stage_critical_paths, stage_levels
 from hybridbed.scheduler.model import Job, Task
-from hybridbed.scheduler.policy import Policy
+from hybridbed.scheduler.policy import Policy, PolicyParams
 
 
 class StageOrderPolicy(Policy):
     """Jobs first in, first out; each job's runnable stages by `ranks` (lowest first)."""
     default_slowstart = 1.0
 
-    def __init__(self) -> None:
+    def __init__(self, **params: object) -> None:
+        super().__init__(**params)
         self._ranks: dict[str, list[float]] = {}
 
     def ranks(self, job: Job) -> list[float]:
@@ -67,13 +68,20 @@ class CriticalPathPolicy(StageOrderPolicy):
         return [-path for path in stage_critical_paths(job)]
 
 
+class RandomParams(PolicyParams):
+    seed: int = 1  # the random order's own stream
+
+
 class RandomPolicy(StageOrderPolicy):
     name = "random"
     summary = "random job and stage order, fit cpu/mem"
 
-    def __init__(self, seed: int = 1) -> None:
-        super().__init__()
-        self.rng = random.Random(seed)
+    Params = RandomParams
+    params: RandomParams
+
+    def __init__(self, **params: object) -> None:
+        super().__init__(**params)
+        self.rng = random.Random(self.params.seed)
 
     def ranks(self, job: Job) -> list[float]:
         return [self.rng.random() for _ in job.stages]

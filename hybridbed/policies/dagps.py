@@ -38,11 +38,13 @@ from typing import Literal
 
 import networkx as nx
 
+from pydantic import Field
+
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.model import Job, Resources, StageKind, StageSpec, Task
 from hybridbed.policies.planning.dagps import DEFAULT_STEP, build_schedule, lower_bounds
 from hybridbed.policies.tetris import PackingScores, RemainingWork, normalised
-from hybridbed.scheduler.policy import Policy
+from hybridbed.scheduler.policy import Policy, PolicyParams
 from hybridbed.scheduler.transfers import expected_duration_s
 
 
@@ -67,31 +69,29 @@ def job_dag(job: Job, capacity: Resources) -> nx.DiGraph:
     return dag
 
 
+class DagpsParams(PolicyParams):
+    srpt_weight: float = Field(default=0.2, ge=0, description="m in eta = m mean(priScore pScore)/mean(srpt) (§8.5: 0.2)")
+    remote_penalty: float = Field(default=0.2, ge=0, lt=1, description="1 - rp for a root task reading remotely "
+                                  "(the paper's rp = 0.8)")
+    unfairness: float = Field(default=0.1, gt=0, description="kappa, the deficit that restricts a choice to the most "
+                              "deprived group (the paper gives none; hybridbed's 0.1)")
+    fairness: Literal["drf", "slots"] = Field(default="drf", description="how a task's share of the cluster is counted")
+    step: float = Field(default=DEFAULT_STEP, gt=0, le=1, description="the (l, f) grid's step of BuildSchedule's "
+                        "candidate troublesome sets (planning.dagps)")
+    space_hosts: int | None = Field(default=None, ge=1, description="machines of the resource-time space (default: "
+                                    "the cluster's hosts; the paper leaves it open)")
+
+
 class DagpsPolicy(Policy):
     name = "dagps"
     summary = "DAGPS/Graphene: per-DAG preferred schedule (troublesome tasks first), packing x priScore - srpt, deficit fairness"
     default_slowstart = 1.0
 
-    def __init__(self, srpt_weight: float = 0.2, remote_penalty: float = 0.2, unfairness: float = 0.1,
-                 fairness: Literal["drf", "slots"] = "drf", step: float = DEFAULT_STEP, space_hosts: int | None = None):
-        if srpt_weight < 0:
-            raise ValueError(f"srpt_weight must not be negative, got {srpt_weight}")
-        if not 0 <= remote_penalty < 1:
-            raise ValueError(f"remote_penalty must be in [0, 1), got {remote_penalty}")
-        if unfairness <= 0:
-            raise ValueError(f"unfairness (kappa) must be positive, got {unfairness}")
-        if fairness not in ("drf", "slots"):
-            raise ValueError(f"fairness must be 'drf' or 'slots', got {fairness!r}")
-        if not 0 < step <= 1:
-            raise ValueError(f"step must be in (0, 1], got {step}")
-        if space_hosts is not None and space_hosts < 1:
-            raise ValueError(f"space_hosts must be at least 1, got {space_hosts}")
-        self.srpt_weight = srpt_weight
-        self.remote_penalty = remote_penalty
-        self.unfairness = unfairness
-        self.fairness = fairness
-        self.step = step
-        self.space_hosts = space_hosts
+    Params = DagpsParams
+    params: DagpsParams
+
+    def __init__(self, **params: object):
+        super().__init__(**params)
         # per DAG shape and machine count: priScores, the planned length and lower bounds, the job planned for
         self._planned: dict[tuple[tuple[StageSpec, ...], int], tuple[dict[tuple[int, int], float], dict, str]] = {}
         self._pri: dict[str, dict[tuple[int, int], float]] = {}  # job -> (stage, index) -> priScore
@@ -103,11 +103,11 @@ class DagpsPolicy(Policy):
     def job_arrived(self, job: Job, cluster: ClusterState) -> None:
         for done in [j for j in self._pri if j in cluster.finished]:
             del self._pri[done]
-        machines = min(self.space_hosts or len(cluster.hosts), len(job.maps) + len(job.reduces))
+        machines = min(self.params.space_hosts or len(cluster.hosts), len(job.maps) + len(job.reduces))
         key = (job.spec.stage_specs(), machines)
         if key not in self._planned:
             dag = job_dag(job, next(iter(cluster.hosts.values())).capacity)
-            schedule = build_schedule(dag, machines, self.step)
+            schedule = build_schedule(dag, machines, self.params.step)
             bounds = lower_bounds(dag, machines)
             row = {"machines": machines, "planned_s": schedule.makespan, "cp_len_s": bounds.cp_len,
                    "t_work_s": bounds.t_work, "mod_cp_s": bounds.mod_cp, "new_lb_s": bounds.new_lb}
@@ -128,7 +128,7 @@ class DagpsPolicy(Policy):
             return None
         mean_packing = sum(c.packing for c in candidates) / len(candidates)
         mean_srpt = sum(c.srpt for c in candidates) / len(candidates)
-        eta = self.srpt_weight * mean_packing / mean_srpt if mean_srpt > 0 else 0.0
+        eta = self.params.srpt_weight * mean_packing / mean_srpt if mean_srpt > 0 else 0.0
         pool = candidates
         groups = {c.group for c in candidates} | {j.spec.queue for j in cluster.launchable.values()}
         for group in list(self._deficit):
@@ -137,7 +137,7 @@ class DagpsPolicy(Policy):
         if self._deficit:
             deprived = max(sorted(self._deficit), key=self._deficit.__getitem__)
             own = [c for c in candidates if c.group == deprived]
-            if self._deficit[deprived] >= self.unfairness and own:
+            if self._deficit[deprived] >= self.params.unfairness and own:
                 pool = own
         best = max(pool, key=lambda c: (c.packing - eta * c.srpt, -cluster.jobs[c.task.job_id].spec.arrival_s))
         self._charge(best, groups, cluster)
@@ -161,7 +161,7 @@ class DagpsPolicy(Policy):
             for task, remote in offers:
                 if not cluster.source_has_room(task, host):
                     continue
-                penalty = 1 - self.remote_penalty if remote and task.kind is StageKind.MAP else 1.0
+                penalty = 1 - self.params.remote_penalty if remote and task.kind is StageKind.MAP else 1.0
                 packing = pri[(task.stage, task.index)] / first * scores.of(task.demand) * penalty
                 found.append(Candidate(task, job.spec.queue, packing, srpt))
         return found
@@ -171,7 +171,7 @@ class DagpsPolicy(Policy):
         if len(groups) < 2:
             self._deficit.clear()
             return
-        if self.fairness == "drf":
+        if self.params.fairness == "drf":
             amount = cluster.dominant_fraction(chosen.task.demand)
         else:
             amount = 1 / sum(h.slots for h in cluster.hosts.values() if h.alive)

@@ -43,12 +43,14 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from pydantic import Field
+
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.dag_paths import stage_critical_paths, stage_levels
 from hybridbed.scheduler.model import Job, Task, TaskState
 from hybridbed.policies.planning import dsp as priorities_model
 from hybridbed.policies.planning.dsp_schedule import PlanHost, PlanTask, plan
-from hybridbed.scheduler.policy import Policy, Preemption
+from hybridbed.scheduler.policy import Policy, PolicyParams, Preemption
 from hybridbed.scheduler.transfers import expected_duration_s
 
 MIN_LEFT_S = 1e-3
@@ -79,35 +81,49 @@ class Budget:
         self.slots -= 1
 
 
+class DspParams(PolicyParams):
+    period_s: float = Field(default=60.0, gt=0, description="the unit period a plan covers (§III; hybridbed's choice)")
+    epoch_s: float = Field(default=2.0, gt=0, description="how often Alg. 1 runs (§IV; hybridbed's choice)")
+    milp_time_limit_s: float = Field(default=5.0, ge=0, description="HiGHS's time limit on a period's MILP (0: list "
+                                     "scheduling only)")
+    buckets: int = Field(default=12, gt=0, description="time slots of the time-indexed MILP")
+    delta: float = Field(default=0.35, gt=0, le=1, description="δ, the share of waiting tasks that may preempt by the "
+                         "normalised rule (Table II: 0.35)")
+    tau_periods: float = Field(default=0.05, ge=0, description="τ in unit periods: a task waiting this long preempts "
+                               "(§IV's 0.05, read in periods)")
+    rho: float = Field(default=2.0, ge=1, description="ρ, the normalised rule's bound over the mean priority gap "
+                       "(the paper leaves it open; hybridbed's 2)")
+    gamma: float = Field(default=priorities_model.GAMMA, gt=0, lt=1, description="γ of Eq. 12 (the paper's 0.5)")
+    omega: tuple[float, float, float] = Field(default=priorities_model.OMEGA, description="ω of Eq. 13 (Table II: "
+                                              "0.5 / 0.3 / 0.2)")
+    epsilon_s: float | None = Field(default=None, description="ε: a task with less allowable wait is urgent "
+                                    "(default: one epoch)")
+    default_slack: float = Field(default=2.0, gt=0, description="a job without a deadline gets this many critical "
+                                 "paths")
+    production_slack: float = Field(default=2.0, gt=0, description="Natjam: a job with a deadline within this many "
+                                    "critical paths is production")
+    plan_tasks: int = Field(default=400, gt=0, description="the oldest pending tasks a plan holds (the paper's jobs of "
+                            "thousands of tasks are beyond any MILP)")
+
+
+class SrptParams(DspParams):
+    alpha: float = Field(default=0.5, description="SRPT priority: alpha x waited - beta x remaining")
+    beta: float = Field(default=1.0)
+
+
 class DspPolicy(Policy):
     name = "dsp"
     summary = "DSP: MILP plan per unit period, dependency-aware preemption (Alg. 1) every epoch"
     respects_precedence = False  # the core lets a preempting task start early; DSP's own rules never do
     action = "suspend"
+    Params = DspParams
+    params: DspParams
 
-    def __init__(self, period_s: float = 60.0, epoch_s: float = 2.0, milp_time_limit_s: float = 5.0,
-                 buckets: int = 12, delta: float = 0.35, tau_periods: float = 0.05, rho: float = 2.0,
-                 gamma: float = priorities_model.GAMMA, omega: tuple[float, float, float] = priorities_model.OMEGA,
-                 epsilon_s: float | None = None, default_slack: float = 2.0, production_slack: float = 2.0,
-                 plan_tasks: int = 400):
-        for name, value in (("period_s", period_s), ("epoch_s", epoch_s), ("buckets", buckets),
-                            ("default_slack", default_slack), ("production_slack", production_slack),
-                            ("plan_tasks", plan_tasks)):
-            if value <= 0:
-                raise ValueError(f"{name} must be positive, got {value}")
-        if milp_time_limit_s < 0:
-            raise ValueError(f"milp_time_limit_s must not be negative (0: list scheduling only), "
-                             f"got {milp_time_limit_s}")
-        if not 0 < delta <= 1 or tau_periods < 0 or rho < 1 or not 0 < gamma < 1:
-            raise ValueError(f"need 0 < delta <= 1, tau_periods >= 0, rho >= 1, 0 < gamma < 1; got delta={delta}, "
-                             f"tau_periods={tau_periods}, rho={rho}, gamma={gamma}")
-        self.period_s, self.epoch_s = period_s, epoch_s
-        self.milp_time_limit_s, self.buckets = milp_time_limit_s, buckets
-        self.delta, self.tau_s, self.rho = delta, tau_periods * period_s, rho
-        self.gamma, self.omega = gamma, tuple(omega)
-        self.epsilon_s = epoch_s if epsilon_s is None else epsilon_s
-        self.default_slack, self.production_slack = default_slack, production_slack
-        self.plan_tasks = plan_tasks
+    def __init__(self, **params: object):
+        super().__init__(**params)
+        p = self.params
+        self.tau_s = p.tau_periods * p.period_s
+        self.epsilon_s = p.epoch_s if p.epsilon_s is None else p.epsilon_s
         self._beyond_plan = False  # pending tasks were left out of the plan (it holds plan_tasks at most)
         self._info: dict[str, JobInfo] = {}
         self._queues: dict[str, list[Task]] = {}  # host -> its planned tasks, by start
@@ -128,12 +144,12 @@ class DspPolicy(Policy):
         self._quiet_until = {k: until for k, until in self._quiet_until.items() if until > cluster.now}
         path = max(stage_critical_paths(job))
         spec = job.spec
-        deadline = spec.deadline_s if spec.deadline_s is not None else spec.arrival_s + self.default_slack * path
+        deadline = spec.deadline_s if spec.deadline_s is not None else spec.arrival_s + self.params.default_slack * path
         graph = nx.DiGraph()
         graph.add_nodes_from(range(len(job.stages)))
         graph.add_edges_from((p, i) for i, stage in enumerate(job.stages) for p in stage.parents)
         self._info[job.job_id] = JobInfo(deadline, stage_levels(job), [nx.ancestors(graph, i) for i in graph],
-                                         deadline - spec.arrival_s <= self.production_slack * path)
+                                         deadline - spec.arrival_s <= self.params.production_slack * path)
         self._replan = True
 
     def _plan(self, cluster: ClusterState, use_milp: bool) -> None:
@@ -153,13 +169,13 @@ class DspPolicy(Policy):
                                       tuple(f"{job.job_id}/{p}" for p in parents if p in groups),
                                       expected_duration_s(task), task.demand.cores, ready, info.deadline_s))
                 keyed[task.task_id] = task
-        self._beyond_plan = len(tasks) > self.plan_tasks
-        tasks = tasks[:self.plan_tasks]  # the oldest jobs' tasks, parents before children
+        self._beyond_plan = len(tasks) > self.params.plan_tasks
+        tasks = tasks[:self.params.plan_tasks]  # the oldest jobs' tasks, parents before children
         keyed = {t.key: keyed[t.key] for t in tasks}
         hosts = [PlanHost(h.name, h.capacity.cores, h.slots,
                           tuple((self._expected_end(t, now), t.allocation.cores) for t in h.running.values()))
                  for h in cluster.hosts.values() if h.alive]
-        schedule = plan(tasks, hosts, now, self.milp_time_limit_s if use_milp else 0.0, self.buckets)
+        schedule = plan(tasks, hosts, now, self.params.milp_time_limit_s if use_milp else 0.0, self.params.buckets)
         self._order = sorted(keyed.values(), key=lambda t: (schedule.starts[t.task_id][1], t.task_id))
         self._queues = {}
         for task in self._order:
@@ -218,7 +234,7 @@ class DspPolicy(Policy):
         return job is not None and cluster.dependencies_met(job, task.stage)
 
     def _starting(self, task: Task, now: float) -> Task:
-        self._quiet_until[task.task_id] = now + self.epoch_s
+        self._quiet_until[task.task_id] = now + self.params.epoch_s
         return task
 
     # preemption -----------------------------------------------------------------------------------
@@ -226,8 +242,8 @@ class DspPolicy(Policy):
         now = cluster.now
         if now >= self._next_period and cluster.jobs:
             self._plan(cluster, use_milp=True)
-            self._next_period, self._replan = now + self.period_s, False
-        elif self._replan or (self._beyond_plan and self._planned_pending() < self.plan_tasks // 2):
+            self._next_period, self._replan = now + self.params.period_s, False
+        elif self._replan or (self._beyond_plan and self._planned_pending() < self.params.plan_tasks // 2):
             self._plan(cluster, use_milp=False)
             self._replan = False
         self._held = {k: t for k, t in self._held.items() if t.state is TaskState.SUSPENDED}
@@ -242,7 +258,7 @@ class DspPolicy(Policy):
             if name in budgets:
                 actions += self._resume(cluster.hosts[name], cluster, budgets[name])
         if epoch:
-            self._next_epoch = now + self.epoch_s
+            self._next_epoch = now + self.params.epoch_s
             priorities = _Priorities(self, cluster)
             for host in cluster.hosts.values():
                 if host.alive and not self._promised.get(host.name):
@@ -274,7 +290,7 @@ class DspPolicy(Policy):
             if budget.cores >= cores - 1e-9:
                 budget.cores -= cores
                 actions.append(Preemption(task, "resume"))
-                self._quiet_until[task.task_id] = cluster.now + self.epoch_s
+                self._quiet_until[task.task_id] = cluster.now + self.params.epoch_s
         return actions
 
     def _waiting(self, host: HostState, cluster: ClusterState) -> list[Task]:
@@ -309,7 +325,7 @@ class DspPolicy(Policy):
 
     def _preemptable(self, task: Task, priorities: "_Priorities") -> bool:
         """Alg. 1: a running task that can wait longer than an epoch."""
-        return priorities.allowable_s(task) > self.epoch_s
+        return priorities.allowable_s(task) > self.params.epoch_s
 
     def _depends(self, task: Task, on: Task, cluster: ClusterState) -> bool:
         """Condition C2: `task` is a descendant of `on` (same job, `on`'s stage an ancestor of its stage)."""
@@ -332,7 +348,7 @@ class DspPolicy(Policy):
                     chosen.add(task.task_id)
                     yield task, victim
         gap = priorities.mean_gap()
-        for task in waiting[:math.ceil(self.delta * len(waiting))]:
+        for task in waiting[:math.ceil(self.params.delta * len(waiting))]:
             if task.task_id in chosen:
                 continue
             victim = first_victim(task)
@@ -345,7 +361,7 @@ class DspPolicy(Policy):
 
     def _significant(self, difference: float, gap: float) -> bool:
         """The normalised rule: the priority difference is over ρ times the mean neighbouring gap."""
-        return difference > self.rho * gap
+        return difference > self.params.rho * gap
 
 
 class DspNoNormalisedRulePolicy(DspPolicy):
@@ -413,12 +429,11 @@ class SrptPolicy(_BaselinePreemption):
     summary = "DSP's plan; SRPT preemption (alpha waited - beta remaining), kill and restart from scratch"
     action = "kill"
 
-    def __init__(self, alpha: float = 0.5, beta: float = 1.0, **params):
-        super().__init__(**params)
-        self.alpha, self.beta = alpha, beta
+    Params = SrptParams
+    params: SrptParams
 
     def rank(self, task: Task, priorities: "_Priorities") -> tuple:
-        return (self.alpha * priorities.waited_s(task) - self.beta * priorities.remaining_s(task),)
+        return (self.params.alpha * priorities.waited_s(task) - self.params.beta * priorities.remaining_s(task),)
 
 
 class _Priorities:
@@ -478,5 +493,5 @@ class _Priorities:
         waited = {k: self.waited_s(t) for k, t in unfinished.items()}
         deadline = self.policy._info[job_id].deadline_s
         self._priority.update(priorities_model.priorities(dag, self.now, deadline, remaining, waited,
-                                                          self.policy.gamma, self.policy.omega))
+                                                          self.policy.params.gamma, self.policy.params.omega))
         self._allowable.update(priorities_model.allowable_waits(dag, self.now, deadline, remaining))

@@ -15,18 +15,26 @@ from collections.abc import Iterable
 
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.model import Job, Task
-from hybridbed.scheduler.policy import Policy
+from pydantic import Field
+
+from hybridbed.scheduler.policy import Policy, PolicyParams
+
+
+class FairParams(PolicyParams):
+    # Delay scheduling (Zaharia et al., EuroSys'10) as YARN's time-based locality-delay-node-ms and
+    # locality-delay-rack-ms; YARN leaves both off by default, 1 s (two heartbeats) is hybridbed's choice.
+    node_delay_s: float = Field(default=1.0, ge=0, description="a job waits this long for a node-local map")
+    rack_delay_s: float = Field(default=1.0, ge=0, description="then this much longer for a rack-local one")
 
 
 class FairPolicy(Policy):
     name = "fair"
     summary = "YARN Fair: equal container share per job, delay scheduling for map locality, reduces anywhere"
+    Params = FairParams
+    params: FairParams
 
-    def __init__(self, node_delay_s: float = 1.0, rack_delay_s: float = 1.0):
-        if node_delay_s < 0 or rack_delay_s < 0:
-            raise ValueError("node_delay_s and rack_delay_s must not be negative")
-        self.node_delay_s = node_delay_s
-        self.rack_delay_s = rack_delay_s
+    def __init__(self, **params: object):
+        super().__init__(**params)
         self._waiting_since: dict[str, float] = {}
 
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
@@ -54,8 +62,8 @@ class FairPolicy(Policy):
             self._waiting_since.pop(job.job_id, None)
             return task
         waited = cluster.now - self._waiting_since.setdefault(job.job_id, cluster.now)
-        if waited < self.node_delay_s:
+        if waited < self.params.node_delay_s:
             return None
-        if waited < self.node_delay_s + self.rack_delay_s:
+        if waited < self.params.node_delay_s + self.params.rack_delay_s:
             return pending.rack_local(host.rack)
         return pending.rack_local(host.rack) or pending.any_map()

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import random
 
+from pydantic import Field
+
 from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.policy import PolicyParams
 from hybridbed.scheduler.model import Job, Task, TaskState
 from hybridbed.policies.planning.jobpacker import JobPackerPlanner
 from hybridbed.policies.planning.latency import JobProfile, LatencyModel
@@ -25,25 +28,32 @@ from hybridbed.policies.planning.timeline import Plan
 from hybridbed.policies.planned import PlannedPolicy
 
 
+class JobPackerParams(PolicyParams):
+    sub_batches: int = Field(default=5, ge=1, description="B, the sub-batches a batch of recurring jobs is planned "
+                             "in (§4.3.2; the paper's default)")
+    overprovision: float = Field(default=0.0, ge=0, description="extra containers a job's zone may take beyond its "
+                                 "plan, as a fraction (§4.3; 0: none)")
+    adhoc_heavy_input_gb: float = Field(default=1.0, ge=0, description="an ad-hoc job reading more (full-scale GB) "
+                                        "is shuffle-heavy (§4.4: 1 GB, from SWIM FB-2009/2010)")
+    seed: int = Field(default=0, description="the planner's tie-breaking")
+
+
 class JobPackerPolicy(PlannedPolicy):
     name = "jobpacker"
     summary = "JobPacker: rack-pair aggregation of shuffle-heavy recurring jobs onto the OCS, planned offline"
     default_slowstart = 0.7
 
-    def __init__(self, sub_batches: int = 5, overprovision: float = 0.0, adhoc_heavy_input_gb: float = 1.0,
-                 seed: int = 0):
-        if adhoc_heavy_input_gb < 0:
-            raise ValueError(f"adhoc_heavy_input_gb must not be negative, got {adhoc_heavy_input_gb}")
-        JobPackerPlanner.check(sub_batches, overprovision)
-        super().__init__()
-        self.planner_args = (sub_batches, overprovision)
-        self.adhoc_heavy_input_gb = adhoc_heavy_input_gb
-        self.seed = seed
+    Params = JobPackerParams
+    params: JobPackerParams
+
+    def __init__(self, **params: object):
+        super().__init__(**params)
         self.heavy: set[str] = set()  # shuffle-heavy planned jobs
         self._released: set[str] = set()
 
     def build_plan(self, jobs: list[JobProfile], model: LatencyModel) -> Plan:
-        planner = JobPackerPlanner(model, *self.planner_args, rng=random.Random(self.seed))
+        p = self.params
+        planner = JobPackerPlanner(model, p.sub_batches, p.overprovision, rng=random.Random(p.seed))
         plan = planner.plan(jobs)
         self.heavy = set(planner.zones)  # the profiler's shuffle-heavy jobs
         return plan
@@ -84,7 +94,7 @@ class JobPackerPolicy(PlannedPolicy):
 
     # ad-hoc jobs ----------------------------------------------------------------------------------
     def adhoc_task(self, host: HostState, cluster: ClusterState, jobs: list[Job]) -> Task | None:
-        heavy_input = self.adhoc_heavy_input_gb * 1e9 * self.network.size_scale
+        heavy_input = self.params.adhoc_heavy_input_gb * 1e9 * self.network.size_scale
         heavy, light = [], []
         for job in jobs:
             (heavy if self._shuffle_heavy(job, heavy_input) else light).append(job)

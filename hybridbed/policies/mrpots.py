@@ -31,11 +31,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import Field
+
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.dag_paths import stage_critical_paths
 from hybridbed.scheduler.model import Job, Resources, Task, TaskState
 from hybridbed.policies.planning.mrpots import Candidate, dominant, drp_pick, mua
-from hybridbed.scheduler.policy import Policy, Share
+from hybridbed.scheduler.policy import Policy, PolicyParams, Share
 from hybridbed.scheduler.transfers import expected_duration_s
 
 SHARED = ("cores", "disk_read_mbps", "disk_write_mbps", "net_in_mbps")  # the rates a host shares out
@@ -61,7 +63,8 @@ class HostPoolPolicy(Policy):
     ones first, so every step fits) and `next_task` / `launch_share` start the picked tasks at theirs."""
     default_slowstart = 1.0
 
-    def __init__(self) -> None:
+    def __init__(self, **params: object) -> None:
+        super().__init__(**params)
         self._plans: dict[str, HostPlan] = {}
         self._fraction: dict[str, float] = {}  # running task -> its fraction of its demand now
         self._claimed: set[str] = set()  # tasks planned to start on some host this round
@@ -139,15 +142,17 @@ def candidates_fitting(host: HostState, tasks: list[Task | None]) -> list[Task]:
     return chosen
 
 
+class MrPotsParams(PolicyParams):
+    lookahead_s: float = Field(default=1.0, ge=0, description="DRP's look-ahead rule (Alg. 2): one slot, here one "
+                               "heartbeat")
+
+
 class MrPotsPolicy(HostPoolPolicy):
     name = "mrpots"
     summary = "MR-POTS: DRP picks one task per dominant resource on each host, MUA shares the host's rates"
 
-    def __init__(self, lookahead_s: float = 1.0):
-        super().__init__()
-        if lookahead_s < 0:
-            raise ValueError(f"lookahead_s must not be negative, got {lookahead_s}")
-        self.lookahead_s = lookahead_s
+    Params = MrPotsParams
+    params: MrPotsParams
 
     def group(self, task: Task, capacity: Resources) -> int:
         return dominant(rate_shares(task.demand, capacity))
@@ -155,7 +160,7 @@ class MrPotsPolicy(HostPoolPolicy):
     def starts(self, host: HostState, cluster: ClusterState) -> list[Task]:
         busy = {self.group(t, host.capacity) for t in host.running.values()}
         picks = []
-        for pick in drp_pick(self._candidates(cluster, host.capacity), self.lookahead_s):
+        for pick in drp_pick(self._candidates(cluster, host.capacity), self.params.lookahead_s):
             job, stage = pick.key
             if pick.group not in busy:
                 picks.append(self.unclaimed(cluster, cluster.jobs[job], stage, host))

@@ -27,7 +27,8 @@ from hybridbed.scheduler.policy import Policy
 class PlannedPolicy(Policy):
     ocs_aware: bool = True  # whether the planner's latency model knows the OCS
 
-    def __init__(self) -> None:
+    def __init__(self, **params: object) -> None:
+        super().__init__(**params)
         self.fair = FairPolicy()
         self.offline = Plan()
         self.network: NetworkView | None = None  # set by plan(); run-time rules read the threshold from it

@@ -34,10 +34,12 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from pydantic import Field
+
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.model import Job, Resources, Task
 from hybridbed.scheduler.pending import PendingTasks
-from hybridbed.scheduler.policy import Policy
+from hybridbed.scheduler.policy import Policy, PolicyParams
 from hybridbed.scheduler.transfers import expected_duration_s
 
 
@@ -104,27 +106,26 @@ class RemainingWork:
         return cached[1]
 
 
+class TetrisParams(PolicyParams):
+    fairness: float = Field(default=0.25, ge=0, lt=1, description="f, the fairness knob (§3.4; 0.25 as the paper "
+                            "recommends): only the ceil((1 - f)|J|) jobs furthest below their share offer tasks")
+    barrier: float = Field(default=0.9, ge=0, le=1, description="b, the barrier knob (§3.5; the paper's 0.9; 1: no "
+                           "barrier hints)")
+    srtf_weight: float = Field(default=1.0, ge=0, description="m in epsilon = m a/p (§3.3.2; the paper's m = 1)")
+    remote_penalty: float = Field(default=0.1, ge=0, lt=1, description="alignment x (1 - this) for a task that uses "
+                                  "resources elsewhere (§3.2: the paper's 10%)")
+    fair_share: Literal["drf", "slots"] = Field(default="drf", description="how a job's share is measured")
+
+
 class TetrisPolicy(Policy):
     name = "tetris"
     summary = "Tetris: multi-resource packing (alignment) minus remaining work, fairness knob f, barrier knob b"
 
-    def __init__(self, fairness: float = 0.25, barrier: float = 0.9, srtf_weight: float = 1.0,
-                 remote_penalty: float = 0.1, fair_share: Literal["drf", "slots"] = "drf"):
-        if not 0 <= fairness < 1:
-            raise ValueError(f"fairness must be in [0, 1), got {fairness}")
-        if not 0 <= barrier <= 1:
-            raise ValueError(f"barrier must be in [0, 1] (1: no barrier hints), got {barrier}")
-        if srtf_weight < 0:
-            raise ValueError(f"srtf_weight must not be negative, got {srtf_weight}")
-        if not 0 <= remote_penalty < 1:
-            raise ValueError(f"remote_penalty must be in [0, 1), got {remote_penalty}")
-        if fair_share not in ("drf", "slots"):
-            raise ValueError(f"fair_share must be 'drf' or 'slots', got {fair_share!r}")
-        self.fairness = fairness
-        self.barrier = barrier
-        self.srtf_weight = srtf_weight
-        self.remote_penalty = remote_penalty
-        self.fair_share = fair_share
+    Params = TetrisParams
+    params: TetrisParams
+
+    def __init__(self, **params: object):
+        super().__init__(**params)
         self._work = RemainingWork()
 
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
@@ -137,7 +138,7 @@ class TetrisPolicy(Policy):
         pool = promoted or candidates
         mean_alignment = sum(c.alignment for c in pool) / len(pool)
         mean_work = sum(c.remaining_work for c in pool) / len(pool)
-        epsilon = self.srtf_weight * mean_alignment / mean_work if mean_work > 0 else 0.0
+        epsilon = self.params.srtf_weight * mean_alignment / mean_work if mean_work > 0 else 0.0
         for best in sorted(pool, key=lambda c: (c.alignment - epsilon * c.remaining_work, -c.job.spec.arrival_s),
                            reverse=True):
             task = cluster.best_in_stage(best.job, best.stage, host)[0]
@@ -147,9 +148,9 @@ class TetrisPolicy(Policy):
 
     def eligible_jobs(self, cluster: ClusterState) -> list[Job]:
         """The ⌈(1 − f)·|J|⌉ launchable jobs furthest below their fair share."""
-        share = cluster.dominant_share if self.fair_share == "drf" else (lambda job: job.n_running)
+        share = cluster.dominant_share if self.params.fair_share == "drf" else (lambda job: job.n_running)
         jobs = sorted(cluster.launchable.values(), key=lambda j: (share(j), j.spec.arrival_s, j.job_id))
-        return jobs[: math.ceil((1 - self.fairness) * len(jobs))]
+        return jobs[: math.ceil((1 - self.params.fairness) * len(jobs))]
 
     def candidates(self, host: HostState, cluster: ClusterState) -> list[Candidate]:
         """Each eligible job's next task of every root stage (remote unless one has its block on this
@@ -164,8 +165,8 @@ class TetrisPolicy(Policy):
                 if value is None:
                     continue
                 remote = cluster.reads_remotely(job, i, host)
-                promoted = job.stage_done[i] >= self.barrier * len(job.stages[i].tasks)
-                found.append(Candidate(job, i, value * (1 - self.remote_penalty) if remote else value, work, promoted))
+                promoted = job.stage_done[i] >= self.params.barrier * len(job.stages[i].tasks)
+                found.append(Candidate(job, i, value * (1 - self.params.remote_penalty) if remote else value, work, promoted))
         return found
 
 

@@ -26,9 +26,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import ClassVar
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hybridbed.config.scenario import SchedulerSpec
+from hybridbed.config.validation import describe_validation_error
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.model import Job, JobSpec, Resources, Task
 
@@ -63,11 +66,23 @@ class Share:
                                    d.disk_write_mbps * fraction, d.net_in_mbps * fraction, d.net_out_mbps))
 
 
+class PolicyParams(BaseModel):
+    """A policy's parameters, checked where they are declared (an unknown name is refused). Each policy
+    with parameters declares its own subclass as `Params`; every field says where its default comes from."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
 class Policy:
     name: ClassVar[str]
     summary: ClassVar[str]
     default_slowstart: ClassVar[float] = 0.05  # YARN's mapreduce.job.reduce.slowstart.completedmaps
     respects_precedence: ClassVar[bool] = True
+    Params: ClassVar[type[PolicyParams]] = PolicyParams
+
+    def __init__(self, **params: Any) -> None:
+        """Keyword arguments are the policy's parameters (a pydantic ValidationError, a ValueError, names a
+        bad one)."""
+        self.params = self.Params(**params)
 
     def plan(self, jobs: list[JobSpec], cluster: ClusterState) -> None:
         """Offline planning; the default has nothing to plan."""
@@ -114,8 +129,8 @@ def make_policy(name: str, params: dict | None = None) -> Policy:
         raise UnknownPolicy(f"unknown policy {name!r}; registered: {', '.join(sorted(policies)) or 'none'}")
     try:
         return policies[name](**(params or {}))
-    except TypeError as err:
-        raise ValueError(f"policy {name}: {err}") from None
+    except ValidationError as err:
+        raise ValueError(f"policy {name}: {describe_validation_error(err)}") from None
 
 
 def policy_problems(spec: SchedulerSpec) -> list[str]:

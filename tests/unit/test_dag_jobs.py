@@ -222,6 +222,6 @@ def test_dag_workload_knobs_are_checked_by_name():
     with pytest.raises(ValidationError, match="size_factors must be positive"):
         Scenario.model_validate({"name": "x", "fabric": {"racks": 2, "hosts_per_rack": 1},
                                  "workload": {"source": "dag", "dag": {"size_factors": [1, -2]}}})
-    with pytest.raises(SpecError, match="space_hosts must be at least 1"):
+    with pytest.raises(SpecError, match="policy_params.dagps: .*space_hosts: .*greater than or equal to 1"):
         validate_scenario({"name": "x", "fabric": {"racks": 2, "hosts_per_rack": 1},
                            "scheduler": {"policy": "dagps", "policy_params": {"dagps": {"space_hosts": 0}}}})
