@@ -19,10 +19,10 @@ import time
 from rich.console import Console
 from rich.table import Table
 
+from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.testbed import probes
 from hybridbed.testbed.fidelity import run_check
 from hybridbed.testbed.network import HybridNetwork
-from hybridbed.config.fabric import FabricSpec, OcsSpec
 
 
 def dark_time_ratios(delay_ms: float, repeats: int) -> list[float]:

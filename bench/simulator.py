@@ -13,9 +13,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from hybridbed.experiments.simulated import run_simulation
 from hybridbed.experiments.comparison import default_setups, setup_scenario
 from hybridbed.experiments.scenarios import load_scenario
+from hybridbed.experiments.simulated import run_simulation
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "jobpacker-paper-sim.yaml"
 TARGET_S = 60.0

@@ -14,7 +14,6 @@ from rich.console import Console
 from rich.table import Table
 
 from hybridbed.config.fabric import FabricSpec, OcsSpec
-
 from hybridbed.config.validation import SpecError, parse_spec
 
 console = Console(stderr=True)

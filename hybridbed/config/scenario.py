@@ -41,7 +41,7 @@ class WorkersSpec(_Strict):
     disk_write_mbps_per_host: float = Field(default=0.0, ge=0, description="0: disk bandwidth not modelled")
 
     @model_validator(mode="after")
-    def _slots_fit(self) -> "WorkersSpec":
+    def _slots_fit(self) -> WorkersSpec:
         if self.slots_per_host * self.container.memory_mb > self.memory_mb_per_host:
             raise ValueError(f"slots_per_host {self.slots_per_host} x container.memory_mb {self.container.memory_mb:g} "
                              f"exceeds memory_mb_per_host {self.memory_mb_per_host:g}")
@@ -87,7 +87,7 @@ class DagSpec(_Strict):
     queues: int = Field(default=1, ge=1, description="job groups the jobs are spread over at random")
 
     @model_validator(mode="after")
-    def _factors_positive(self) -> "DagSpec":
+    def _factors_positive(self) -> DagSpec:
         if bad := [f for f in self.size_factors if f <= 0]:
             raise ValueError(f"size_factors must be positive, got {bad}")
         return self
@@ -118,7 +118,7 @@ class WorkloadSpec(_Strict):
         "drawn uniformly from [low, high] (None: no deadlines)")
 
     @model_validator(mode="after")
-    def _slack_sane(self) -> "WorkloadSpec":
+    def _slack_sane(self) -> WorkloadSpec:
         if self.deadline_slack is not None:
             low, high = self.deadline_slack
             if not 1 <= low <= high:
@@ -126,7 +126,7 @@ class WorkloadSpec(_Strict):
         return self
 
     @model_validator(mode="after")
-    def _trace_given(self) -> "WorkloadSpec":
+    def _trace_given(self) -> WorkloadSpec:
         if self.source == "swim" and not self.trace_files():
             raise ValueError("trace: a SWIM workload needs the trace file")
         for path in self.trace_files():
@@ -173,13 +173,13 @@ class Scenario(_Strict):
                                   "are given relative to")
 
     @model_validator(mode="after")
-    def _emulable(self) -> "Scenario":
+    def _emulable(self) -> Scenario:
         if self.backend == "emulation" and (problems := self.fabric.emulation_limits()):
             raise ValueError("; ".join(f"fabric.{p}" for p in problems))
         return self
 
     @model_validator(mode="after")
-    def _suite_fits_a_host(self) -> "Scenario":
+    def _suite_fits_a_host(self) -> Scenario:
         if self.workload.source not in ("tetris-suite", "dag"):
             return self
         suite, w = self.workload.suite, self.workers

@@ -6,8 +6,9 @@ receives from at most one. Pure logic, shared by the os-ken controller and the f
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import networkx as nx
 

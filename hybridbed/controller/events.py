@@ -32,7 +32,7 @@ class OcsEvent:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "OcsEvent":
+    def from_dict(cls, data: dict) -> OcsEvent:
         return cls(**data)
 
     def csv_row(self, t0: float = 0.0) -> dict:

@@ -22,6 +22,8 @@ from os_ken.controller.handler import DEAD_DISPATCHER, MAIN_DISPATCHER, set_ev_c
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_3
 
+from hybridbed.config.addressing import OCS_DPID, FabricPlan
+from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.controller.circuits import (
     Configuration,
     combined_demand,
@@ -40,8 +42,6 @@ from hybridbed.controller.rules import (
     steering_entry,
     switch_entries,
 )
-from hybridbed.config.addressing import OCS_DPID, FabricPlan
-from hybridbed.config.fabric import FabricSpec, OcsSpec
 
 CONF = cfg.CONF
 CONF.register_opts(

@@ -14,7 +14,7 @@ Invalid input gets HTTP 400 with {"error": message} and leaves the state as it w
 from __future__ import annotations
 
 import json
-from typing import Callable
+from collections.abc import Callable
 
 from routes import Mapper
 from webob import Request, Response

@@ -7,8 +7,8 @@ run ends without finishing the workload.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from hybridbed.config.scenario import Scenario
 from hybridbed.results.progress import Progress

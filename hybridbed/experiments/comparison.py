@@ -8,17 +8,17 @@ the scenario's `compare_baseline` (default fair, F-Hybrid; BFS, Tez's order, for
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 
+from hybridbed.config.scenario import F_EPS, Scenario
 from hybridbed.experiments.backends import run_backend
 from hybridbed.experiments.run_failed import RunFailed
+from hybridbed.experiments.scenarios import available_setups
 from hybridbed.results.plots import plot_comparison
 from hybridbed.results.progress import Progress
-from hybridbed.config.scenario import F_EPS, Scenario
-from hybridbed.experiments.scenarios import available_setups
 
 F_EPS_POLICY = "fair"
 PAPER_SETUPS = ("fair", "corral", "jobpacker", F_EPS)

@@ -13,21 +13,21 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 
-from hybridbed.controller.client import DEFAULT_REST_PORT
-from hybridbed.workers.protocol import SOCKET_NAME
-from hybridbed.controller.events import OCS_EVENT_FIELDS, OcsEvent
-from hybridbed.results.summary import add_uplink_totals
-from hybridbed.experiments.run_failed import RunFailed
-from hybridbed.results.progress import Progress, read_progress
-from hybridbed.testbed.network import HybridNetwork, NetworkStartError
-from hybridbed.results.path_accounting import annotate_flows, uplink_bytes
 from hybridbed.config.scenario import Scenario
+from hybridbed.controller.client import DEFAULT_REST_PORT
+from hybridbed.controller.events import OCS_EVENT_FIELDS, OcsEvent
+from hybridbed.experiments.run_failed import RunFailed
+from hybridbed.results.path_accounting import annotate_flows, uplink_bytes
+from hybridbed.results.progress import Progress, read_progress
+from hybridbed.results.summary import add_uplink_totals
+from hybridbed.testbed.network import HybridNetwork, NetworkStartError
 from hybridbed.workers.cgroups import CgroupLayout
+from hybridbed.workers.protocol import SOCKET_NAME
 
 POLL_S = 1.0
 LINK_FIELDS = ["time_s", "switch", "port", "link", "tx_bytes", "rx_bytes"]

@@ -20,19 +20,31 @@ import threading
 import time
 from pathlib import Path
 
+from hybridbed.config.scenario import Scenario
 from hybridbed.controller.client import ControllerError, FabricClient
-from hybridbed.workers.protocol import Channel, Launch as LaunchMessage, Notice, Share, Shutdown, TaskControl, TaskDescription, task_key
+from hybridbed.results.progress import Progress, write_progress
+from hybridbed.results.records import (
+    ACTION_FIELDS,
+    FLOW_FIELDS,
+    JOB_FIELDS,
+    TASK_FIELDS,
+    USAGE_FIELDS,
+    AllocationTimeline,
+    CsvLog,
+    action_row,
+    job_row,
+    task_row,
+    write_plan,
+)
+from hybridbed.results.summary import summarize
+from hybridbed.scheduler.assembly import container, scheduler_core
 from hybridbed.scheduler.core import Launch, ShuffleNotice
 from hybridbed.scheduler.model import Job, Resources, StageKind, Task, TaskAction, build_job, partition_name
-from hybridbed.results.records import (ACTION_FIELDS, FLOW_FIELDS, JOB_FIELDS, TASK_FIELDS, USAGE_FIELDS,
-                                       AllocationTimeline, CsvLog, action_row, job_row, task_row, write_plan)
-from hybridbed.results.summary import summarize
 from hybridbed.scheduler.transfers import network_cap_mbps
-from hybridbed.config.scenario import Scenario
-from hybridbed.results.progress import Progress, write_progress
-from hybridbed.scheduler.assembly import container, scheduler_core
-from hybridbed.workloads.build import build_workload
 from hybridbed.workers.pacing import write_bytes
+from hybridbed.workers.protocol import Channel, Notice, Share, Shutdown, TaskControl, TaskDescription, task_key
+from hybridbed.workers.protocol import Launch as LaunchMessage
+from hybridbed.workloads.build import build_workload
 
 log = logging.getLogger("hybridbed.scheduler")
 REGISTER_TIMEOUT_S = 60.0
@@ -50,7 +62,7 @@ class SchedulerServer:
         self.core = scheduler_core(self.scenario, {name: h["rack"] for name, h in self.hosts.items()})
         self.policy, self.cluster = self.core.policy, self.core.cluster
         self.specs = build_workload(self.scenario)
-        self.events: "queue.Queue[tuple[str, dict | None]]" = queue.Queue()
+        self.events: queue.Queue[tuple[str, dict | None]] = queue.Queue()
         self.channels: dict[str, Channel] = {}
         self.last_seen: dict[str, float] = {}
         self.t0 = 0.0
@@ -146,7 +158,8 @@ class SchedulerServer:
                 kind, message = self.events.get(timeout=max(0.01, deadline - time.time()))
             except queue.Empty:
                 missing = sorted(set(self.hosts) - set(self.channels))
-                raise RuntimeError(f"workers {', '.join(missing)} did not register within {REGISTER_TIMEOUT_S:g} s")
+                raise RuntimeError(
+                    f"workers {', '.join(missing)} did not register within {REGISTER_TIMEOUT_S:g} s") from None
             if kind == "register":
                 self.channels[message["host"]] = message["channel"]
                 self.last_seen[message["host"]] = time.time()

@@ -9,19 +9,26 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
-from hybridbed.scheduler.core import PolicyError
+from hybridbed.config.scenario import Scenario
 from hybridbed.controller.events import OCS_EVENT_FIELDS
-from hybridbed.results.records import (ACTION_FIELDS, FLOW_PATH_FIELDS, JOB_FIELDS, TASK_FIELDS,
-                                       AllocationTimeline, CsvLog, write_plan)
-from hybridbed.results.summary import add_uplink_totals, summarize
-from hybridbed.simulator.engine import ResultLogs, Simulation, SimulationTimeout
 from hybridbed.experiments.run_failed import RunFailed
 from hybridbed.results.progress import Progress
+from hybridbed.results.records import (
+    ACTION_FIELDS,
+    FLOW_PATH_FIELDS,
+    JOB_FIELDS,
+    TASK_FIELDS,
+    AllocationTimeline,
+    CsvLog,
+    write_plan,
+)
+from hybridbed.results.summary import add_uplink_totals, summarize
+from hybridbed.scheduler.core import PolicyError
+from hybridbed.simulator.engine import ResultLogs, Simulation, SimulationTimeout
 from hybridbed.workloads.build import build_workload
-from hybridbed.config.scenario import Scenario
 
 FLUSH_INTERVAL_S = 1.0
 

@@ -15,10 +15,10 @@ import math
 
 from pydantic import Field
 
+from hybridbed.policies.dag_order import StageOrderPolicy
 from hybridbed.scheduler.cluster import ClusterState
 from hybridbed.scheduler.dag_paths import stage_levels
 from hybridbed.scheduler.model import Job
-from hybridbed.policies.dag_order import StageOrderPolicy
 from hybridbed.scheduler.policy import PolicyParams
 from hybridbed.scheduler.transfers import expected_duration_s
 

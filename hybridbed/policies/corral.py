@@ -3,12 +3,12 @@ racks each, their input placed there and their tasks confined there; ad-hoc jobs
 whatever the plan leaves free. The planner and its latency model are in `planning.corral`."""
 from __future__ import annotations
 
-from hybridbed.policies.planning.corral import plan_corral
-from hybridbed.policies.planning.latency import JobProfile, LatencyModel
-from hybridbed.policies.planning.timeline import Plan
 from pydantic import Field
 
 from hybridbed.policies.planned import PlannedPolicy
+from hybridbed.policies.planning.corral import plan_corral
+from hybridbed.policies.planning.latency import JobProfile, LatencyModel
+from hybridbed.policies.planning.timeline import Plan
 from hybridbed.scheduler.policy import PolicyParams
 
 

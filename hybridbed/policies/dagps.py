@@ -37,13 +37,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 import networkx as nx
-
 from pydantic import Field
 
-from hybridbed.scheduler.cluster import ClusterState, HostState
-from hybridbed.scheduler.model import Job, Resources, StageKind, StageSpec, Task
 from hybridbed.policies.planning.dagps import DEFAULT_STEP, build_schedule, lower_bounds
 from hybridbed.policies.tetris import PackingScores, RemainingWork, normalised
+from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.model import Job, Resources, StageKind, StageSpec, Task
 from hybridbed.scheduler.policy import Policy, PolicyParams
 from hybridbed.scheduler.transfers import expected_duration_s
 

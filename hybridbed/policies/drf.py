@@ -5,9 +5,9 @@ network bandwidth are whatever the tasks get when they run (the Tetris paper's D
 """
 from __future__ import annotations
 
+from hybridbed.policies.fair import FairPolicy
 from hybridbed.scheduler.cluster import ClusterState
 from hybridbed.scheduler.model import Job
-from hybridbed.policies.fair import FairPolicy
 
 
 class DrfPolicy(FairPolicy):

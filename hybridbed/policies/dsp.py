@@ -42,14 +42,13 @@ import time
 from dataclasses import dataclass
 
 import networkx as nx
-
 from pydantic import Field
 
+from hybridbed.policies.planning import dsp as priorities_model
+from hybridbed.policies.planning.dsp_schedule import PlanHost, PlanTask, plan
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.dag_paths import stage_critical_paths, stage_levels
 from hybridbed.scheduler.model import Job, Task, TaskState
-from hybridbed.policies.planning import dsp as priorities_model
-from hybridbed.policies.planning.dsp_schedule import PlanHost, PlanTask, plan
 from hybridbed.scheduler.policy import Policy, PolicyParams, Preemption
 from hybridbed.scheduler.transfers import expected_duration_s
 
@@ -303,7 +302,7 @@ class DspPolicy(Policy):
         return cluster.dependencies_met(job, stage)
 
     def _preempt_on(self, host: HostState, cluster: ClusterState, budgets: dict[str, Budget],
-                    priorities: "_Priorities") -> list[Preemption]:
+                    priorities: _Priorities) -> list[Preemption]:
         """Alg. 1 on one host, for the waiting tasks of its queue that no host has room for now (where some
         host has, dispatch starts them there)."""
         budget = budgets[host.name]
@@ -323,7 +322,7 @@ class DspPolicy(Policy):
             self._promised.setdefault(host.name, []).append(task)
         return actions
 
-    def _preemptable(self, task: Task, priorities: "_Priorities") -> bool:
+    def _preemptable(self, task: Task, priorities: _Priorities) -> bool:
         """Alg. 1: a running task that can wait longer than an epoch."""
         return priorities.allowable_s(task) > self.params.epoch_s
 
@@ -331,7 +330,7 @@ class DspPolicy(Policy):
         """Condition C2: `task` is a descendant of `on` (same job, `on`'s stage an ancestor of its stage)."""
         return task.job_id == on.job_id and on.stage in self._info[task.job_id].ancestors[task.stage]
 
-    def _choose(self, waiting: list[Task], victims: list[Task], priorities: "_Priorities"):
+    def _choose(self, waiting: list[Task], victims: list[Task], priorities: _Priorities):
         """Alg. 1's pairs (waiting task, victim), in the order they preempt."""
         cluster = priorities.cluster
         taken: set[str] = set()
@@ -379,17 +378,17 @@ class _BaselinePreemption(DspPolicy):
     def _may_preempt_for(self, job: Job, stage: int, cluster: ClusterState) -> bool:
         return cluster.stage_released(job, stage)  # once its parents have started: it may then wait for them
 
-    def _preemptable(self, task: Task, priorities: "_Priorities") -> bool:
+    def _preemptable(self, task: Task, priorities: _Priorities) -> bool:
         return True
 
     def _depends(self, task: Task, on: Task, cluster: ClusterState) -> bool:
         return False
 
-    def rank(self, task: Task, priorities: "_Priorities") -> tuple:
+    def rank(self, task: Task, priorities: _Priorities) -> tuple:
         """Higher goes first; a waiting task preempts a running one it outranks."""
         raise NotImplementedError
 
-    def _choose(self, waiting: list[Task], victims: list[Task], priorities: "_Priorities"):
+    def _choose(self, waiting: list[Task], victims: list[Task], priorities: _Priorities):
         victims = sorted(victims, key=lambda t: self.rank(t, priorities))
         for task in waiting:
             mine = self.rank(task, priorities)
@@ -403,7 +402,7 @@ class AmoebaPolicy(_BaselinePreemption):
     name = "amoeba"
     summary = "DSP's plan; Amoeba preemption: longest remaining time lowest, suspend"
 
-    def rank(self, task: Task, priorities: "_Priorities") -> tuple:
+    def rank(self, task: Task, priorities: _Priorities) -> tuple:
         return (-priorities.remaining_s(task), -task.demand.cores)
 
 
@@ -411,12 +410,12 @@ class NatjamPolicy(_BaselinePreemption):
     name = "natjam"
     summary = "DSP's plan; Natjam preemption: production jobs suspend research jobs' tasks"
 
-    def rank(self, task: Task, priorities: "_Priorities") -> tuple:
+    def rank(self, task: Task, priorities: _Priorities) -> tuple:
         """Among research tasks, the one with most cores, then the latest deadline, then the least remaining
         time is evicted first."""
         return (-task.demand.cores, -self._info[task.job_id].deadline_s, priorities.remaining_s(task))
 
-    def _choose(self, waiting: list[Task], victims: list[Task], priorities: "_Priorities"):
+    def _choose(self, waiting: list[Task], victims: list[Task], priorities: _Priorities):
         research = sorted((v for v in victims if not self._info[v.job_id].production),
                           key=lambda t: self.rank(t, priorities))
         for task in waiting:
@@ -432,7 +431,7 @@ class SrptPolicy(_BaselinePreemption):
     Params = SrptParams
     params: SrptParams
 
-    def rank(self, task: Task, priorities: "_Priorities") -> tuple:
+    def rank(self, task: Task, priorities: _Priorities) -> tuple:
         return (self.params.alpha * priorities.waited_s(task) - self.params.beta * priorities.remaining_s(task),)
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hybridbed.scheduler.cluster import ClusterState, HostState
-from hybridbed.scheduler.model import Job, Task
 from pydantic import Field
 
+from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.model import Job, Task
 from hybridbed.scheduler.policy import Policy, PolicyParams
 
 

@@ -19,13 +19,13 @@ import random
 
 from pydantic import Field
 
-from hybridbed.scheduler.cluster import ClusterState, HostState
-from hybridbed.scheduler.policy import PolicyParams
-from hybridbed.scheduler.model import Job, Task, TaskState
+from hybridbed.policies.planned import PlannedPolicy
 from hybridbed.policies.planning.jobpacker import JobPackerPlanner
 from hybridbed.policies.planning.latency import JobProfile, LatencyModel
 from hybridbed.policies.planning.timeline import Plan
-from hybridbed.policies.planned import PlannedPolicy
+from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.model import Job, Task, TaskState
+from hybridbed.scheduler.policy import PolicyParams
 
 
 class JobPackerParams(PolicyParams):

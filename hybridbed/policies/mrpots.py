@@ -33,10 +33,10 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
+from hybridbed.policies.planning.mrpots import Candidate, dominant, drp_pick, mua
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.dag_paths import stage_critical_paths
 from hybridbed.scheduler.model import Job, Resources, Task, TaskState
-from hybridbed.policies.planning.mrpots import Candidate, dominant, drp_pick, mua
 from hybridbed.scheduler.policy import Policy, PolicyParams, Share
 from hybridbed.scheduler.transfers import expected_duration_s
 

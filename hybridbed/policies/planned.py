@@ -16,11 +16,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from hybridbed.scheduler.cluster import ClusterState, HostState, NetworkView
-from hybridbed.scheduler.model import Job, JobSpec, StageKind, Task
+from hybridbed.policies.fair import FairPolicy
 from hybridbed.policies.planning.latency import JobProfile, LatencyModel
 from hybridbed.policies.planning.timeline import Plan
-from hybridbed.policies.fair import FairPolicy
+from hybridbed.scheduler.cluster import ClusterState, HostState, NetworkView
+from hybridbed.scheduler.model import Job, JobSpec, StageKind, Task
 from hybridbed.scheduler.policy import Policy
 
 

@@ -15,7 +15,6 @@ from hybridbed.scheduler.placement import place_job_input
 from hybridbed.scheduler.policy import Policy
 from hybridbed.scheduler.transfers import remote_read_load
 
-
 ON_HOST = (TaskState.RUNNING, TaskState.SUSPENDED)  # a task that holds a container
 # Resources.vector()'s dimensions, in order
 DIMENSIONS = ("cores", "memory_mb", "disk_read_mbps", "disk_write_mbps", "net_in_mbps", "net_out_mbps")

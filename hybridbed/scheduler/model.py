@@ -28,19 +28,19 @@ class Resources:
         return (self.cores, self.memory_mb, self.disk_read_mbps, self.disk_write_mbps, self.net_in_mbps,
                 self.net_out_mbps)
 
-    def fits_in(self, free: "Resources", capacity: "Resources") -> bool:
+    def fits_in(self, free: Resources, capacity: Resources) -> bool:
         """The free resources hold the demand in every dimension the capacity models (cores and memory always)."""
         return all(d <= f + 1e-9 for i, (d, f, c) in enumerate(zip(self.vector(), free.vector(), capacity.vector()))
                    if i < 2 or c > 0)
 
-    def allocatable_in(self, capacity: "Resources") -> bool:
+    def allocatable_in(self, capacity: Resources) -> bool:
         """Cores and memory fit: what the scheduler core checks, as YARN does, whatever the policy."""
         return self.cores <= capacity.cores + 1e-9 and self.memory_mb <= capacity.memory_mb + 1e-9
 
-    def __add__(self, other: "Resources") -> "Resources":
+    def __add__(self, other: Resources) -> Resources:
         return Resources(*(a + b for a, b in zip(self.vector(), other.vector())))
 
-    def __sub__(self, other: "Resources") -> "Resources":
+    def __sub__(self, other: Resources) -> Resources:
         return Resources(*(a - b for a, b in zip(self.vector(), other.vector())))
 
 
@@ -188,7 +188,7 @@ class Task:
     suspended_s: float | None = None  # when it was last suspended, while it is
     waited_s: float = 0.0  # time it could have run and did not (pending once runnable, suspended), all attempts
 
-    def partition_for(self, consumer: "Task") -> int:
+    def partition_for(self, consumer: Task) -> int:
         """Bytes of this task's output that `consumer` (a task of a child stage) fetches."""
         return self.partition_bytes[consumer.stage][consumer.index]
 

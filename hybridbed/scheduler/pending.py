@@ -3,7 +3,7 @@ finds a node-local or rack-local task in constant time however many tasks wait (
 heartbeat is the YARN Fair/Tetris figure the scheduler must keep well under a millisecond)."""
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from hybridbed.scheduler.model import StageKind, Task
 

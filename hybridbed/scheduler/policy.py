@@ -59,7 +59,7 @@ class Share:
     allocation: Resources
 
     @classmethod
-    def scaled(cls, task: Task, fraction: float) -> "Share":
+    def scaled(cls, task: Task, fraction: float) -> Share:
         """The task's demanded cores and rates times `fraction` (memory and what it is served elsewhere kept)."""
         d = task.demand
         return cls(task, Resources(d.cores * fraction, d.memory_mb, d.disk_read_mbps * fraction,

@@ -9,8 +9,8 @@ holds every network connection.
 """
 from __future__ import annotations
 
-from hybridbed.scheduler.model import Resources, StageKind, Task
 from hybridbed.config.constants import PARALLEL_FETCHES
+from hybridbed.scheduler.model import Resources, StageKind, Task
 
 
 def connection_cap_mbps(demand: Resources, kind: str, local: bool, task_cap_mbps: float | None) -> float | None:

@@ -21,24 +21,24 @@ import heapq
 import itertools
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
+from hybridbed.config.addressing import FabricPlan
+from hybridbed.config.constants import PARALLEL_FETCHES
+from hybridbed.config.scenario import Scenario
 from hybridbed.controller.circuits import combined_demand
+from hybridbed.results.path_accounting import path_by_ocs_share
+from hybridbed.results.progress import Progress
+from hybridbed.results.records import AllocationTimeline, CsvLog, action_row, job_row, task_row
+from hybridbed.scheduler.assembly import container, scheduler_core
 from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.model import JobSpec, StageKind, Task, TaskAction, build_job
-from hybridbed.results.records import AllocationTimeline, CsvLog, action_row, job_row, task_row
 from hybridbed.scheduler.transfers import connection_cap_mbps
 from hybridbed.simulator.fabric import MBPS_TO_BYTES_S, FabricLinks, SimulatedOcs
 from hybridbed.simulator.flows import FINISH_TOLERANCE_S, Flow, FlowTable
-from hybridbed.config.addressing import FabricPlan
-from hybridbed.results.progress import Progress
-from hybridbed.results.path_accounting import path_by_ocs_share
-from hybridbed.config.scenario import Scenario
-from hybridbed.config.constants import PARALLEL_FETCHES
-from hybridbed.scheduler.assembly import container, scheduler_core
 
 LOOPBACK_BYTES_S = 10e9  # a reducer reading its own host's map output: a local copy, not a link
 PROGRESS_INTERVAL_S = 0.5  # wall-clock seconds between progress reports

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.controller.circuits import (
     Circuit,
     Configuration,
@@ -22,7 +23,6 @@ from hybridbed.controller.circuits import (
     periodic_configuration,
     steering_changes,
 )
-from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.controller.events import OcsEvent
 
 MBPS_TO_BYTES_S = 1e6 / 8

@@ -12,9 +12,9 @@ from dataclasses import asdict, dataclass
 
 import psutil
 
+from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.testbed import probes
 from hybridbed.testbed.network import HybridNetwork
-from hybridbed.config.fabric import FabricSpec, OcsSpec
 
 
 @dataclass

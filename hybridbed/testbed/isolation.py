@@ -84,5 +84,5 @@ class RunCgroup(CgroupTree):
     cgroups below it."""
 
     @classmethod
-    def for_run(cls, run_id: str) -> "RunCgroup":
+    def for_run(cls, run_id: str) -> RunCgroup:
         return cls(_cgroup_base() / CGROUP_GROUP / run_id)

@@ -21,14 +21,14 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 from mininet.node import Host, OVSSwitch, RemoteController
 
-from hybridbed.controller.client import DEFAULT_REST_PORT, FabricClient
 from hybridbed.config.addressing import EPS_DPID, HOST_PREFIX_LEN, OCS_DPID, FabricPlan
+from hybridbed.config.fabric import FabricSpec, OcsSpec
+from hybridbed.controller.client import DEFAULT_REST_PORT, FabricClient
 from hybridbed.testbed.cleanup import clean_run
 from hybridbed.testbed.isolation import IPV6_OFF, FabricNamespace, RunCgroup
 from hybridbed.testbed.ovs import PrivateOVS, kernel_datapath_available
 from hybridbed.testbed.runs import RunRecord
 from hybridbed.testbed.shaping import ShapedLink
-from hybridbed.config.fabric import FabricSpec, OcsSpec
 
 OPENFLOW_PORT = 6653
 OFFLOADS_OFF = "tx off rx off tso off gso off gro off"
@@ -100,7 +100,7 @@ class HybridNetwork:
         assert self.record is not None
         return self.record.run_id
 
-    def __enter__(self) -> "HybridNetwork":
+    def __enter__(self) -> HybridNetwork:
         self.start()
         return self
 
@@ -149,7 +149,7 @@ class HybridNetwork:
         state = self.record.state_dir
         (state / "fabric.json").write_text(self.fabric.model_dump_json())
         (state / "ocs.json").write_text(self.ocs.model_dump_json())
-        log = open(state / "controller.log", "wb")
+        log = open(state / "controller.log", "wb")  # noqa: SIM115 (the controller's stdout for its whole life)
         self.controller_proc = subprocess.Popen(
             [sys.executable, "-m", "hybridbed.controller.main",
              "--fabric-spec", str(state / "fabric.json"), "--ocs-spec", str(state / "ocs.json"),

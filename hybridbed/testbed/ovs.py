@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 VSWITCH_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 
@@ -66,7 +66,7 @@ class PrivateOVS:
         self._wait_for(self.rundir / "ovs-vswitchd.ctl", "ovs-vswitchd")
 
     def _spawn(self, name: str, argv: list[str]) -> None:
-        log = open(self.rundir / f"{name}.stderr", "wb")
+        log = open(self.rundir / f"{name}.stderr", "wb")  # noqa: SIM115 (the daemon's stderr for its whole life)
         self.processes[name] = subprocess.Popen(
             argv, env={**os.environ, **self.env}, stdout=log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, preexec_fn=self._preexec,

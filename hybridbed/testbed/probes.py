@@ -127,7 +127,7 @@ class OcsPortTap:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._capture, daemon=True)
 
-    def __enter__(self) -> "OcsPortTap":
+    def __enter__(self) -> OcsPortTap:
         self._thread.start()
         return self
 

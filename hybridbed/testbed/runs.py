@@ -48,7 +48,7 @@ class RunManifest:
     status: str = "starting"
 
     @classmethod
-    def load(cls, path: Path) -> "RunManifest":
+    def load(cls, path: Path) -> RunManifest:
         data = json.loads(path.read_text())
         data["processes"] = [ProcessRecord(**p) for p in data.get("processes", [])]
         return cls(**data)
@@ -65,7 +65,7 @@ class RunRecord:
         self.state_dir = Path(manifest.state_dir)
 
     @classmethod
-    def create(cls, prefix: str = "hb") -> "RunRecord":
+    def create(cls, prefix: str = "hb") -> RunRecord:
         run_id = f"{prefix}{secrets.token_hex(3)}"
         state_dir = STATE_ROOT / run_id
         state_dir.mkdir(parents=True, mode=0o755)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from mininet.link import TCIntf, TCLink
 
-
 QUEUE_MS = 10.0
 MIN_QUEUE_PACKETS = 32
 FRAME_BYTES = 1514

@@ -7,6 +7,7 @@ task attempt as a process of its own in a cgroup with the task's CPU quota and m
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
@@ -17,10 +18,20 @@ from typing import cast
 
 import psutil
 
-from hybridbed.workers.protocol import (Channel, Failed, Fetch, Finished, Heartbeat, Register, Started, TaskControl,
-                                       TaskDescription, task_key)
 from hybridbed.workers.cgroups import TaskCgroup
 from hybridbed.workers.data_transfer import DataServer
+from hybridbed.workers.protocol import (
+    Channel,
+    Failed,
+    Fetch,
+    Finished,
+    Heartbeat,
+    Register,
+    Started,
+    TaskControl,
+    TaskDescription,
+    task_key,
+)
 
 
 class RunningTask:
@@ -172,10 +183,8 @@ class WorkerAgent:
     def _resume(running: RunningTask, suspensions: int, overhead_s: float) -> None:
         time.sleep(overhead_s)
         if running.suspensions == suspensions:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 running.cgroup.thaw()
-            except FileNotFoundError:
-                pass
 
     def _follow(self, task: TaskDescription, running: RunningTask) -> None:
         """Forward the task's records to the scheduler; report how it ended; remove its cgroup."""

@@ -8,6 +8,7 @@ creates one cgroup per task attempt under those roots and removes it when the ta
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
@@ -40,10 +41,8 @@ class CgroupTree:
         """Every process in this cgroup and the cgroups below it (task cgroups live below a run's roots)."""
         pids = []
         for procs in sorted(self.path.rglob("cgroup.procs")) if self.path.exists() else []:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 pids += [int(line) for line in procs.read_text().split()]
-            except FileNotFoundError:
-                pass
         return pids
 
     def thaw_all(self) -> None:
@@ -53,10 +52,8 @@ class CgroupTree:
             return
         for name, thawed in (("freezer.state", "THAWED"), ("cgroup.freeze", "0")):
             for state in sorted(self.path.rglob(name), key=lambda p: len(p.parts)):
-                try:
+                with contextlib.suppress(FileNotFoundError):  # went meanwhile
                     state.write_text(thawed)
-                except FileNotFoundError:  # went meanwhile
-                    pass
 
     def kill_all(self, grace_s: float = 2.0) -> None:
         """Thaw, then SIGTERM every member, then SIGKILL whatever is left after the grace period."""
@@ -65,10 +62,8 @@ class CgroupTree:
         sig = signal.SIGTERM
         while self.pids():
             for pid in self.pids():
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
             time.sleep(0.05)
             if time.monotonic() > deadline:
                 sig = signal.SIGKILL
@@ -97,7 +92,7 @@ class CgroupLayout:
     hierarchies: tuple[Path, ...]
 
     @classmethod
-    def detect(cls, root: Path = CGROUP_ROOT) -> "CgroupLayout":
+    def detect(cls, root: Path = CGROUP_ROOT) -> CgroupLayout:
         if (root / "cpu" / "cgroup.procs").exists() and (root / "memory" / "cgroup.procs").exists():
             freezer = (root / "freezer",) if (root / "freezer" / "cgroup.procs").exists() else ()
             return cls(1, (root / "cpu", root / "memory", *freezer))

@@ -9,10 +9,11 @@ Scheduler -> agent: launch, notice (where a parent task's output is), suspend / 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
-from typing import Any, Literal, NotRequired, TypedDict, Union
+from typing import Any, Literal, NotRequired, TypedDict
 
 SOCKET_NAME = "scheduler.sock"
 
@@ -163,8 +164,8 @@ class Finished(TypedDict):
     time: float
 
 
-SchedulerMessage = Union[Launch, Notice, TaskControl, Shutdown]
-AgentMessage = Union[Register, Heartbeat, Started, Fetch, Finished, Failed]
+SchedulerMessage = Launch | Notice | TaskControl | Shutdown
+AgentMessage = Register | Heartbeat | Started | Fetch | Finished | Failed
 
 
 class Channel:
@@ -176,7 +177,7 @@ class Channel:
         self._lock = threading.Lock()
 
     @classmethod
-    def connect_unix(cls, path: str) -> "Channel":
+    def connect_unix(cls, path: str) -> Channel:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(path)
         return cls(sock)
@@ -193,8 +194,6 @@ class Channel:
         return json.loads(line) if line else None
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self.sock.close()

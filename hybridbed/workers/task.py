@@ -131,7 +131,7 @@ def _fetch_from_any(sources: list[dict], path: str, rate_bps: float | None, live
     raise FetchError("; ".join(errors))
 
 
-def run_reduce(task: dict, data_dir: Path, notices: "queue.Queue[dict]", speed: Speed, rates: Rates) -> dict:
+def run_reduce(task: dict, data_dir: Path, notices: queue.Queue[dict], speed: Speed, rates: Rates) -> dict:
     """Fetch the partition of every parent task (up to PARALLEL_FETCHES at once) as their locations
     arrive, then compute while writing.
 
@@ -142,7 +142,7 @@ def run_reduce(task: dict, data_dir: Path, notices: "queue.Queue[dict]", speed: 
     latest: dict[str, dict] = {}
     retry_at: dict[str, float] = {}
     fetched: dict[str, int] = {}
-    results: "queue.Queue[tuple[dict, dict | None]]" = queue.Queue()
+    results: queue.Queue[tuple[dict, dict | None]] = queue.Queue()
     in_flight: set[str] = set()
 
     def worker(notice: dict) -> None:
@@ -185,7 +185,7 @@ def main() -> int:
     data_dir = Path(task["data_dir"])
     speed = Speed(task["cores"])
     rates = Rates(task)
-    notices: "queue.Queue[dict]" = queue.Queue()
+    notices: queue.Queue[dict] = queue.Queue()
 
     def take_share(share: dict) -> None:
         speed.set_cores(share["cores"])

@@ -5,9 +5,9 @@ import os
 
 import pytest
 
-from hybridbed.testbed.network import HybridNetwork
-from hybridbed.config.scenario import Scenario
 from hybridbed.config.fabric import FabricSpec, OcsSpec
+from hybridbed.config.scenario import Scenario
+from hybridbed.testbed.network import HybridNetwork
 
 pytestmark = pytest.mark.integration
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import psutil
 
+from hybridbed.config.fabric import FabricSpec
 from hybridbed.testbed.isolation import FabricNamespace
 from hybridbed.testbed.network import HybridNetwork
 from hybridbed.testbed.runs import STATE_ROOT, RunManifest
-from hybridbed.config.fabric import FabricSpec
 
 
 def _assert_gone(manifest: RunManifest) -> None:

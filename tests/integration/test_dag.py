@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from hybridbed.scheduler.model import build_job
-from hybridbed.experiments.emulated import run_scenario
 from hybridbed.config.scenario import Scenario
-from hybridbed.workloads.build import build_workload
+from hybridbed.experiments.emulated import run_scenario
 from hybridbed.scheduler.assembly import container
+from hybridbed.scheduler.model import build_job
+from hybridbed.workloads.build import build_workload
 
 
 def test_dag_jobs_fetch_from_every_parent_task_and_respect_precedence(tmp_path):

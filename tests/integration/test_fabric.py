@@ -5,11 +5,11 @@ import threading
 
 import pytest
 
+from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.controller.client import ControllerError
 from hybridbed.testbed import probes
 from hybridbed.testbed.fidelity import check_steering
 from hybridbed.testbed.network import HybridNetwork
-from hybridbed.config.fabric import FabricSpec, OcsSpec
 
 from .conftest import RECONFIG_DELAY_MS
 

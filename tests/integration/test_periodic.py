@@ -7,10 +7,10 @@ import time
 
 import pytest
 
+from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.controller.client import ControllerError
 from hybridbed.testbed import probes
 from hybridbed.testbed.network import HybridNetwork
-from hybridbed.config.fabric import FabricSpec, OcsSpec
 
 INTERVAL_S = 0.5
 THRESHOLD_BYTES = 20_000  # below what one flow moves per interval even on the 1 Mb/s EPS uplink

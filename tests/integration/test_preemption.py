@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hybridbed.workers.protocol import Channel
 from hybridbed.workers.cgroups import CgroupLayout, CgroupTree
+from hybridbed.workers.protocol import Channel
 
 COMPUTE_S = 2.0
 BIG_BLOCK = 4_000_000

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from hybridbed.experiments.emulated import run_scenario
 from hybridbed.config.scenario import Scenario
-from hybridbed.workloads.build import build_workload
+from hybridbed.experiments.emulated import run_scenario
 from hybridbed.scheduler.assembly import host_capacity
+from hybridbed.workloads.build import build_workload
 
 MBIT = 1e6 / 8  # bytes per second in one Mb/s
 DISK_MBPS = 16.0

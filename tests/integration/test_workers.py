@@ -14,12 +14,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from hybridbed.scheduler.model import build_job
 from hybridbed.experiments.emulated import run_scenario
+from hybridbed.scheduler.assembly import container
+from hybridbed.scheduler.model import build_job
 from hybridbed.testbed.runs import STATE_ROOT, recorded_runs
 from hybridbed.workers.cgroups import CgroupLayout, TaskCgroup
 from hybridbed.workloads.build import build_workload
-from hybridbed.scheduler.assembly import container
 
 MB = 1_000_000
 

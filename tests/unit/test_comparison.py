@@ -6,10 +6,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from hybridbed.experiments.comparison import default_setups, setup_scenario
-from hybridbed.results.plots import plot_comparison
-from hybridbed.experiments.scenarios import load_scenario
 from hybridbed.config.validation import SpecError
+from hybridbed.experiments.comparison import default_setups, setup_scenario
+from hybridbed.experiments.scenarios import load_scenario
+from hybridbed.results.plots import plot_comparison
 from hybridbed.workloads.build import build_workload
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yaml"

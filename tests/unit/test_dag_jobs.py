@@ -8,22 +8,22 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from hybridbed.scheduler.cluster import ClusterState, HostState
-from hybridbed.scheduler.core import SchedulerCore
-from hybridbed.workloads.dag import DagShape, dag_jobs
-from hybridbed.scheduler.model import Resources, StageSpec, TaskState, build_job, dag_spec
-from hybridbed.scheduler.dag_paths import stage_critical_paths, stage_levels
-from hybridbed.policies.dag_order import BfsPolicy, CriticalPathPolicy
-from hybridbed.policies.dagps import DagpsPolicy
-from hybridbed.policies.fair import FairPolicy
-from hybridbed.scheduler.policy import Policy
-from hybridbed.workloads.tetris_suite import HostBandwidth, SuiteShape
-from hybridbed.experiments.simulated import run_simulation
 from hybridbed.config.scenario import Scenario
 from hybridbed.config.validation import SpecError
 from hybridbed.experiments.scenarios import validate_scenario
-from hybridbed.workloads.build import build_workload
+from hybridbed.experiments.simulated import run_simulation
+from hybridbed.policies.dag_order import BfsPolicy, CriticalPathPolicy
+from hybridbed.policies.dagps import DagpsPolicy
+from hybridbed.policies.fair import FairPolicy
 from hybridbed.scheduler.assembly import container
+from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.core import SchedulerCore
+from hybridbed.scheduler.dag_paths import stage_critical_paths, stage_levels
+from hybridbed.scheduler.model import Resources, StageSpec, TaskState, build_job, dag_spec
+from hybridbed.scheduler.policy import Policy
+from hybridbed.workloads.build import build_workload
+from hybridbed.workloads.dag import DagShape, dag_jobs
+from hybridbed.workloads.tetris_suite import HostBandwidth, SuiteShape
 
 CONTAINER = Resources(1, 256)
 
@@ -113,7 +113,10 @@ def test_a_lost_host_requeues_the_finished_intermediate_tasks_its_consumers_stil
     assert not state.stage_released(job, 3)
 
 
-def small_dags(n: int, seed: int = 1, shape: DagShape = DagShape(templates=6)) -> list:
+SIX_TEMPLATES = DagShape(templates=6)
+
+
+def small_dags(n: int, seed: int = 1, shape: DagShape = SIX_TEMPLATES) -> list:
     return dag_jobs(n, random.Random(seed), shape, SuiteShape(block_bytes=1_000_000), HostBandwidth(16, 16, 10), 1.0)
 
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from hybridbed.experiments.simulated import run_simulation
+from hybridbed.policies.aalo import AaloPolicy
+from hybridbed.policies.fifo import FifoPolicy
+from hybridbed.policies.planning.dsp_schedule import PlanHost, PlanTask, list_schedule, objective, plan
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.dag_paths import stage_critical_paths
-from hybridbed.workloads.deadlines import with_deadlines
 from hybridbed.scheduler.model import Resources, StageSpec, build_job, dag_spec
-from hybridbed.policies.planning.dsp_schedule import PlanHost, PlanTask, list_schedule, objective, plan
-from hybridbed.policies.aalo import AaloPolicy
-from hybridbed.policies.fifo import FifoPolicy
-from hybridbed.experiments.simulated import run_simulation
+from hybridbed.workloads.deadlines import with_deadlines
 from tests.small_scenarios import small_dsp
 
 CONTAINER = Resources(1, 256)

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from hybridbed.config.addressing import FabricPlan
-from hybridbed.config.scenario import Scenario
 from hybridbed.config.fabric import FabricSpec, OcsSpec
+from hybridbed.config.scenario import Scenario
 from hybridbed.config.validation import SpecError, parse_spec
 
 

@@ -7,11 +7,11 @@ import random
 import pandas as pd
 import pytest
 
+from hybridbed.experiments.simulated import run_simulation
+from hybridbed.policies.mrpots import DrfqPolicy, FifoLmPolicy, MrPotsPolicy, rate_shares
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.model import JobSpec, Resources, build_job
-from hybridbed.policies.mrpots import DrfqPolicy, FifoLmPolicy, MrPotsPolicy, rate_shares
-from hybridbed.experiments.simulated import run_simulation
 from tests.small_scenarios import small_mrpots
 
 HOST = Resources(4, 16000, disk_read_mbps=16, disk_write_mbps=16, net_in_mbps=10, net_out_mbps=10)

@@ -8,7 +8,8 @@ from hybridbed.results.path_accounting import flow_path, lit_intervals, uplink_b
 
 
 def event(seq, before, after, dark_from, dark_until):
-    as_list = lambda pairs: [{"src_rack": a, "dst_rack": b} for a, b in pairs]
+    def as_list(pairs):
+        return [{"src_rack": a, "dst_rack": b} for a, b in pairs]
     return OcsEvent(seq, "api", dark_from, dark_from, dark_until, dark_until, 10.0, as_list(before), as_list(after))
 
 

@@ -8,14 +8,14 @@ from collections import defaultdict
 import pytest
 
 from hybridbed.controller.circuits import drain_time
-from hybridbed.scheduler.cluster import ClusterState, HostState, NetworkView
-from hybridbed.scheduler.core import SchedulerCore
-from hybridbed.scheduler.model import JobSpec, Predicted, Resources, StageKind, build_job
+from hybridbed.policies.corral import CorralPolicy
+from hybridbed.policies.jobpacker import JobPackerPolicy
 from hybridbed.policies.planning.corral import plan_corral
 from hybridbed.policies.planning.jobpacker import JobPackerPlanner, green_zone, sub_batches
 from hybridbed.policies.planning.latency import JobProfile, LatencyModel
-from hybridbed.policies.corral import CorralPolicy
-from hybridbed.policies.jobpacker import JobPackerPolicy
+from hybridbed.scheduler.cluster import ClusterState, HostState, NetworkView
+from hybridbed.scheduler.core import SchedulerCore
+from hybridbed.scheduler.model import JobSpec, Predicted, Resources, StageKind, build_job
 
 GB = 1e9
 CONTAINER = Resources(1, 256)

@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import pytest
 
+from hybridbed.policies.fifo import FifoPolicy
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.core import PolicyError, SchedulerCore, TaskAction
 from hybridbed.scheduler.model import JobSpec, Resources, TaskState, build_job
-from hybridbed.policies.fifo import FifoPolicy
 from hybridbed.scheduler.policy import Preemption, Share
 
 TASK = Resources(2, 1000)
@@ -153,9 +153,9 @@ def simulate_one_task(tmp_path, script: list[tuple[float, str, float | None]], o
     """One 4-second task alone in a simulated cluster, the policy acting on it as `script` says; returns when
     the task finished. `writes`: it also writes 8 MB to a 1 MB/s disk (8 s, alongside its compute), at
     `write_rate_mbps` if given."""
+    from hybridbed.config.scenario import Scenario
     from hybridbed.results.records import ACTION_FIELDS, TASK_FIELDS, AllocationTimeline, CsvLog
     from hybridbed.simulator.engine import ResultLogs, Simulation
-    from hybridbed.config.scenario import Scenario
 
     scenario = Scenario.model_validate({
         "name": "preempt", "backend": "simulation", "fabric": {"racks": 2, "hosts_per_rack": 1},

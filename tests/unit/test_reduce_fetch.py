@@ -18,7 +18,7 @@ def test_a_stalled_fetch_is_retried_until_it_succeeds(tmp_path, monkeypatch, cap
 
     monkeypatch.setattr(task_module, "fetch", flaky_fetch)
     monkeypatch.setattr(task_module, "FETCH_RETRY_S", 0.01)
-    notices: "queue.Queue[dict]" = queue.Queue()
+    notices: queue.Queue[dict] = queue.Queue()
     for index in range(2):
         notices.put({"source": f"m{index}", "ip": "10.0.0.1", "host": "h", "path": f"m{index}"})
     reduce = {"n_sources": 2, "compute_s": 0, "compute_mode": "sleep", "output_dir": "out", "partitions": [],

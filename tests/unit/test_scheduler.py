@@ -6,12 +6,12 @@ from collections import Counter
 
 import pytest
 
+from hybridbed.policies.fair import FairPolicy
+from hybridbed.policies.fifo import FifoPolicy
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.core import PolicyError, SchedulerCore
 from hybridbed.scheduler.model import JobSpec, Resources, StageKind, TaskState, build_job
 from hybridbed.scheduler.placement import choose_replicas
-from hybridbed.policies.fair import FairPolicy
-from hybridbed.policies.fifo import FifoPolicy
 from hybridbed.scheduler.policy import Policy, make_policy, registered_policies
 
 CONTAINER = Resources(1, 256)

@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from hybridbed.config.fabric import FabricSpec, OcsSpec
+from hybridbed.experiments.scenarios import load_scenario
+from hybridbed.experiments.simulated import run_simulation
 from hybridbed.scheduler.model import JobSpec, Resources, build_job
 from hybridbed.simulator.fabric import FabricLinks, SimulatedOcs
 from hybridbed.simulator.flows import Flow, FlowTable
-from hybridbed.experiments.simulated import run_simulation
-from hybridbed.experiments.scenarios import load_scenario
-from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.workloads.build import build_workload
 
 REPO = Path(__file__).resolve().parents[2]
@@ -151,8 +151,8 @@ def test_a_streaming_map_takes_the_longest_of_its_read_and_its_compute(tmp_path)
 
 
 def test_a_policy_error_fails_the_run_and_keeps_what_was_written(tmp_path, monkeypatch):
-    from hybridbed.policies.fifo import FifoPolicy
     from hybridbed.experiments.run_failed import RunFailed
+    from hybridbed.policies.fifo import FifoPolicy
 
     def choose_a_running_task(self, host, cluster):
         running = [t for h in cluster.hosts.values() for t in h.running.values()]

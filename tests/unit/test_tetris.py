@@ -6,13 +6,13 @@ from dataclasses import replace
 
 import pytest
 
+from hybridbed.policies.drf import DrfPolicy
+from hybridbed.policies.fifo import FifoPolicy
+from hybridbed.policies.tetris import TetrisPolicy, alignment, remaining_work
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.model import JobSpec, Resources, build_job
 from hybridbed.scheduler.pending import PendingTasks
-from hybridbed.policies.drf import DrfPolicy
-from hybridbed.policies.fifo import FifoPolicy
-from hybridbed.policies.tetris import TetrisPolicy, alignment, remaining_work
 from hybridbed.scheduler.policy import Policy
 
 T = 1.0  # every task's duration when it gets the resources it asks for

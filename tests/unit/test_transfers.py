@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
+from hybridbed.config.constants import PARALLEL_FETCHES
 from hybridbed.scheduler.model import Resources, StageKind
 from hybridbed.scheduler.transfers import connection_cap_mbps, network_cap_mbps
 from hybridbed.workers import task as worker_task
-from hybridbed.config.constants import PARALLEL_FETCHES
 from hybridbed.workers.pacing import Pacer, Rate
 
 IO_HEAVY = Resources(1, 2000, disk_read_mbps=400, disk_write_mbps=300, net_in_mbps=250)

@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hybridbed.config.validation import SpecError
+from hybridbed.experiments.scenarios import load_scenario
+from hybridbed.workloads.build import build_workload
+from hybridbed.workloads.derivation import JobShape, Predictions, derive_job, make_jobs
 from hybridbed.workloads.swim import TraceError, read_swim, read_swim_files
 from hybridbed.workloads.synthetic import facebook_like
 from hybridbed.workloads.tetris_suite import HostBandwidth, SuiteShape, tetris_suite
-from hybridbed.workloads.derivation import JobShape, Predictions, derive_job, make_jobs
-from hybridbed.experiments.scenarios import load_scenario
-from hybridbed.config.validation import SpecError
-from hybridbed.workloads.build import build_workload
 
 SWIM_SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "workloads" / "swim" / "FB-2009_samples_24_times_1hr_0_first50jobs.tsv"
 REPO = Path(__file__).resolve().parents[2]

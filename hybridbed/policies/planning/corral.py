@@ -14,9 +14,9 @@ which racks, so that jobs run isolated on few racks and keep their shuffle insid
 """
 from __future__ import annotations
 
-from hybridbed.scheduler.model import StageKind
 from hybridbed.policies.planning.latency import JobProfile, LatencyModel, is_batch
 from hybridbed.policies.planning.timeline import JobPlan, Plan, Timeline
+from hybridbed.scheduler.model import StageKind
 
 
 def prioritise(jobs: list[JobProfile], racks_of: dict[str, int], model: LatencyModel, batch: bool) -> Plan:

@@ -42,10 +42,10 @@ class Space:
         if not self._on:
             self._on = [[] for _ in range(self.machines)]
 
-    def copy(self) -> "Space":
+    def copy(self) -> Space:
         return Space(self.machines, dict(self.placed), [list(intervals) for intervals in self._on])
 
-    def mirrored(self) -> "Space":
+    def mirrored(self) -> Space:
         """The same space with time running backwards (t -> -t)."""
         other = Space(self.machines)
         for task, (machine, start, end) in self.placed.items():
@@ -126,7 +126,7 @@ class _Descending:
     def __init__(self, name) -> None:
         self.name = name
 
-    def __lt__(self, other: "_Descending") -> bool:
+    def __lt__(self, other: _Descending) -> bool:
         return self.name > other.name
 
     def __eq__(self, other: object) -> bool:
@@ -241,7 +241,7 @@ class DagSchedule:
     order: str
 
     @classmethod
-    def of(cls, space: Space, troublesome: frozenset[str], order: str) -> "DagSchedule":
+    def of(cls, space: Space, troublesome: frozenset[str], order: str) -> DagSchedule:
         first = space.span[0]
         return cls({t: (m, s - first, e - first) for t, (m, s, e) in space.placed.items()}, space.length,
                    troublesome, order)

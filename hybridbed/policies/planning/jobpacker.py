@@ -34,9 +34,9 @@ import random
 
 import numpy as np
 
-from hybridbed.scheduler.model import StageKind
 from hybridbed.policies.planning.latency import JobProfile, LatencyModel, is_batch
 from hybridbed.policies.planning.timeline import JobPlan, Plan, Timeline
+from hybridbed.scheduler.model import StageKind
 
 Pair = tuple[int, int]
 

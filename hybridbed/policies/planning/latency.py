@@ -46,7 +46,7 @@ class JobProfile:
     reduce_s: float
 
     @classmethod
-    def of(cls, spec: JobSpec) -> "JobProfile":
+    def of(cls, spec: JobSpec) -> JobProfile:
         predicted = spec.predicted
         arrival = predicted.arrival_s if predicted else spec.arrival_s
         shuffle = predicted.shuffle_bytes if predicted else spec.shuffle_bytes

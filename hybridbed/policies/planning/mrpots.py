@@ -23,8 +23,8 @@ policy maps pools onto the cluster is the policy's business.
 """
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Hashable
 
 import numpy as np
 from scipy.optimize import linprog

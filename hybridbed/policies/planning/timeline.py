@@ -63,7 +63,7 @@ class Plan:
     def add(self, plan: JobPlan) -> None:
         self.jobs[plan.job_id] = plan
 
-    def finish(self, timeline: "Timeline") -> None:
+    def finish(self, timeline: Timeline) -> None:
         """Keep the timeline's bookings and derive each rack's sequence: its stages by first planned start."""
         self.bookings = timeline.bookings
         first: dict[tuple[int, str, StageKind], float] = {}
@@ -96,7 +96,7 @@ class Timeline:
     def containers_per_rack(self) -> int:
         return self.free.shape[1]
 
-    def scratch_copy(self) -> "Timeline":
+    def scratch_copy(self) -> Timeline:
         """The same free times, recording no bookings: for trying a placement before committing it."""
         other = Timeline.__new__(Timeline)
         other.free, other.ids, other.bookings, other.records = self.free.copy(), self.ids.copy(), [], False
