@@ -9,6 +9,7 @@ Prints, measured side by side in one run:
 Targets on a 2-core machine: single-flow ratio >= 0.92, all-to-all >= 0.90, dark-time ratio in
 [1.0, 1.15] at 50 and 100 ms, 10x2 bring-up <= 15 s.  Run as root:  .venv/bin/python bench/fidelity.py
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,15 +51,17 @@ def main() -> None:
     rows: dict[str, float | bool | str] = {}
     with console.status("goodput, steering and CPU headroom on a 4x2 fabric ..."):
         report = run_check(FabricSpec(racks=4, hosts_per_rack=2), reconfig_delay_ms=50.0)
-    rows.update({
-        "datapath": report.datapath,
-        "eps single flow goodput ratio": report.eps_goodput_ratio,
-        "ocs single flow goodput ratio": report.ocs_goodput_ratio,
-        "eps all-to-all goodput ratio": report.all_to_all_eps_goodput_ratio,
-        "ocs all-to-all goodput ratio": report.all_to_all_ocs_goodput_ratio,
-        "steering ok": report.steering_ok,
-        "cpu idle under load %": report.cpu_idle_under_load_pct,
-    })
+    rows.update(
+        {
+            "datapath": report.datapath,
+            "eps single flow goodput ratio": report.eps_goodput_ratio,
+            "ocs single flow goodput ratio": report.ocs_goodput_ratio,
+            "eps all-to-all goodput ratio": report.all_to_all_eps_goodput_ratio,
+            "ocs all-to-all goodput ratio": report.all_to_all_ocs_goodput_ratio,
+            "steering ok": report.steering_ok,
+            "cpu idle under load %": report.cpu_idle_under_load_pct,
+        }
+    )
     for delay_ms in (10.0, 50.0, 100.0):
         with console.status(f"dark time at {delay_ms:g} ms x{args.repeats} ..."):
             ratios = dark_time_ratios(delay_ms, args.repeats)

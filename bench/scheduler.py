@@ -9,6 +9,7 @@ Fair. The jobs are recurring and shuffle-heavy, so planning policies plan them f
 offline planning time is printed too). No root needed:
     .venv/bin/python bench/scheduler.py
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,17 +32,24 @@ CONTAINER = Resources(1, 256)
 PAPER_NETWORK = NetworkView(eps_uplink_Bps=30e9 / 8, ocs_Bps=100e9 / 8, elephant_bytes=1.125e9)
 
 
-def measure(policy_name: str, pending_tasks: int, jobs: int, racks: int, hosts_per_rack: int,
-            heartbeats: int) -> tuple[float, float, float]:
+def measure(
+    policy_name: str, pending_tasks: int, jobs: int, racks: int, hosts_per_rack: int, heartbeats: int
+) -> tuple[float, float, float]:
     """(median, p99) milliseconds per heartbeat with `pending_tasks` maps spread over `jobs` jobs, and the
     policy's planning time in seconds."""
-    hosts = {f"r{r}h{h}": HostState(f"r{r}h{h}", r, 1, Resources(1, 256)) for r in range(racks) for h in range(hosts_per_rack)}
+    hosts = {
+        f"r{r}h{h}": HostState(f"r{r}h{h}", r, 1, Resources(1, 256))
+        for r in range(racks)
+        for h in range(hosts_per_rack)
+    }
     cluster = ClusterState(racks, hosts, slowstart=1.0, network=PAPER_NETWORK)
     policy = make_policy(policy_name)
     core = SchedulerCore(policy, cluster, random.Random(1))
     per_job = pending_tasks // jobs
-    specs = [JobSpec(f"j{j}", 0.0, per_job * 128_000_000, 20_000_000_000, 0, per_job, 10, 10.0, 10.0, recurring=True)
-             for j in range(jobs)]
+    specs = [
+        JobSpec(f"j{j}", 0.0, per_job * 128_000_000, 20_000_000_000, 0, per_job, 10, 10.0, 10.0, recurring=True)
+        for j in range(jobs)
+    ]
     started = time.perf_counter()
     policy.plan(specs, cluster)
     planning_s = time.perf_counter() - started
@@ -79,8 +87,15 @@ def main() -> None:
     for policy in args.policies or sorted(registered_policies()):
         for pending, jobs in ((1_000, 50), (15_000, 100)):
             median, p99, planning_s = measure(policy, pending, jobs, args.racks, args.hosts_per_rack, args.heartbeats)
-            table.add_row(policy, str(pending), str(jobs), f"{median:.4f}", f"{p99:.4f}", f"{median / 0.2:.2f}",
-                          f"{planning_s:.2f}")
+            table.add_row(
+                policy,
+                str(pending),
+                str(jobs),
+                f"{median:.4f}",
+                f"{p99:.4f}",
+                f"{median / 0.2:.2f}",
+                f"{planning_s:.2f}",
+            )
     Console().print(table)
 
 

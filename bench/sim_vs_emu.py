@@ -3,6 +3,7 @@ by side. Target: simulated / emulated within 15 % for every setup, and the same 
 Runs the emulation, so as root (about 5 minutes for the quickstart scenario):
     .venv/bin/python bench/sim_vs_emu.py [scenario.yaml] [--policies fair,corral,jobpacker,f-eps]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,20 +33,35 @@ def main() -> None:
             tables[backend] = compare(scenario, setups, Path(tmp) / backend).set_index("setup")
     sim, emu = tables["simulation"], tables["emulation"]
     table = Table(title=f"{args.scenario.stem}: simulated vs emulated makespan")
-    for column in ("setup", "emulated s", "simulated s", "simulated / emulated", f"within {TARGET:.0%}",
-                   "OCS share emu", "OCS share sim"):
+    for column in (
+        "setup",
+        "emulated s",
+        "simulated s",
+        "simulated / emulated",
+        f"within {TARGET:.0%}",
+        "OCS share emu",
+        "OCS share sim",
+    ):
         table.add_column(column, justify="right")
     for setup in setups:
         ratio = sim.makespan_s[setup] / emu.makespan_s[setup]
-        table.add_row(setup, f"{emu.makespan_s[setup]:.1f}", f"{sim.makespan_s[setup]:.1f}", f"{ratio:.3f}",
-                      "yes" if abs(ratio - 1) <= TARGET else "no", f"{emu.ocs_byte_share[setup]:.2f}",
-                      f"{sim.ocs_byte_share[setup]:.2f}")
+        table.add_row(
+            setup,
+            f"{emu.makespan_s[setup]:.1f}",
+            f"{sim.makespan_s[setup]:.1f}",
+            f"{ratio:.3f}",
+            "yes" if abs(ratio - 1) <= TARGET else "no",
+            f"{emu.ocs_byte_share[setup]:.2f}",
+            f"{sim.ocs_byte_share[setup]:.2f}",
+        )
     console = Console()
     console.print(table)
     order_emu = list(emu.makespan_s[setups].sort_values().index)
     order_sim = list(sim.makespan_s[setups].sort_values().index)
-    console.print(f"ordering, fastest first: emulated {' < '.join(order_emu)}; simulated {' < '.join(order_sim)}; "
-                  f"{'same' if order_emu == order_sim else 'different'}")
+    console.print(
+        f"ordering, fastest first: emulated {' < '.join(order_emu)}; simulated {' < '.join(order_sim)}; "
+        f"{'same' if order_emu == order_sim else 'different'}"
+    )
 
 
 if __name__ == "__main__":

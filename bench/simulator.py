@@ -3,6 +3,7 @@
 No root needed:
     .venv/bin/python bench/simulator.py [--jobs 1000] [--policies fair,corral,jobpacker,f-eps]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,10 +29,20 @@ def main() -> None:
     args = parser.parse_args()
     scenario = load_scenario(SCENARIO, {"workload.jobs": args.jobs})
     setups = args.policies.split(",") if args.policies else default_setups(scenario)
-    table = Table(title=f"simulator speed: {scenario.name}, {args.jobs} jobs, "
-                        f"{scenario.fabric.racks} x {scenario.fabric.hosts_per_rack} servers")
-    for column in ("setup", "makespan s", "wall s", "of which planning s", f"wall / {TARGET_S:g} s target",
-                   "events", "events / s", "flows"):
+    table = Table(
+        title=f"simulator speed: {scenario.name}, {args.jobs} jobs, "
+        f"{scenario.fabric.racks} x {scenario.fabric.hosts_per_rack} servers"
+    )
+    for column in (
+        "setup",
+        "makespan s",
+        "wall s",
+        "of which planning s",
+        f"wall / {TARGET_S:g} s target",
+        "events",
+        "events / s",
+        "flows",
+    ):
         table.add_column(column, justify="right")
     with tempfile.TemporaryDirectory() as tmp:
         for setup in setups:
@@ -39,8 +50,16 @@ def main() -> None:
             summary = run_simulation(setup_scenario(scenario, setup), out)
             flows = sum(1 for _ in (out / "flows.csv").open()) - 1
             wall, events = summary["wall_s"], summary["events"]
-            table.add_row(setup, f"{summary['makespan_s']:.1f}", f"{wall:.1f}", f"{summary['planning_wall_s']:.1f}",
-                          f"{wall / TARGET_S:.2f}", str(events), f"{events / wall:.0f}", str(flows))
+            table.add_row(
+                setup,
+                f"{summary['makespan_s']:.1f}",
+                f"{wall:.1f}",
+                f"{summary['planning_wall_s']:.1f}",
+                f"{wall / TARGET_S:.2f}",
+                str(events),
+                f"{events / wall:.0f}",
+                str(flows),
+            )
             print(json.dumps({"setup": setup, "wall_s": wall, "events": events}), flush=True)
     Console(width=140).print(table)
 

@@ -1,4 +1,5 @@
 """The `hybridbed` command: bring up a hybrid DCN, check its fidelity, clean up after runs."""
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,11 @@ def _fabric_arguments(parser: argparse.ArgumentParser, racks: int | None = None,
     group.add_argument("--oversubscription", type=float, help="rack host capacity / EPS uplink rate (default 10)")
     group.add_argument("--ocs-rate", type=float, help="ToR-OCS rate, Mb/s (default 20)")
     group.add_argument("--ocs-ports", type=int, help="OCS ports per ToR (default 1)")
-    group.add_argument("--variant", choices=["hybrid", "f-eps", "eps"],
-                       help="f-eps: no OCS, EPS uplinks at the OCS rate; eps: no OCS, EPS as configured")
+    group.add_argument(
+        "--variant",
+        choices=["hybrid", "f-eps", "eps"],
+        help="f-eps: no OCS, EPS uplinks at the OCS rate; eps: no OCS, EPS as configured",
+    )
 
 
 def _ocs_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,21 +53,43 @@ def _given(args: argparse.Namespace, mapping: dict[str, str]) -> dict:
 
 def fabric_from_args(args: argparse.Namespace) -> FabricSpec:
     """The fabric to emulate: validated, and within what an emulated link carries."""
-    fabric = parse_spec(FabricSpec, _given(args, {
-        "racks": "racks", "hosts": "hosts_per_rack", "host_rate": "host_rate_mbps", "eps_rate": "eps_rate_mbps",
-        "oversubscription": "oversubscription", "ocs_rate": "ocs_rate_mbps", "ocs_ports": "ocs_ports_per_tor",
-        "variant": "variant",
-    }))
+    fabric = parse_spec(
+        FabricSpec,
+        _given(
+            args,
+            {
+                "racks": "racks",
+                "hosts": "hosts_per_rack",
+                "host_rate": "host_rate_mbps",
+                "eps_rate": "eps_rate_mbps",
+                "oversubscription": "oversubscription",
+                "ocs_rate": "ocs_rate_mbps",
+                "ocs_ports": "ocs_ports_per_tor",
+                "variant": "variant",
+            },
+        ),
+    )
     if problems := fabric.emulation_limits():
         raise SpecError("; ".join(problems))
     return fabric
 
 
 def ocs_from_args(args: argparse.Namespace) -> OcsSpec:
-    return parse_spec(OcsSpec, _given(args, {
-        "mode": "mode", "interval_s": "reconfig_interval_s", "delay_ms": "reconfig_delay_ms", "steering": "steering",
-        "bulk_dscp": "bulk_dscp", "demand_source": "demand_source", "elephant_threshold": "elephant_threshold_bytes",
-    }))
+    return parse_spec(
+        OcsSpec,
+        _given(
+            args,
+            {
+                "mode": "mode",
+                "interval_s": "reconfig_interval_s",
+                "delay_ms": "reconfig_delay_ms",
+                "steering": "steering",
+                "bulk_dscp": "bulk_dscp",
+                "demand_source": "demand_source",
+                "elephant_threshold": "elephant_threshold_bytes",
+            },
+        ),
+    )
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -88,7 +114,11 @@ def cmd_net(args: argparse.Namespace) -> int:
             f"[bold]run {net.run_id}[/bold]: {fabric.racks} racks x {fabric.hosts_per_rack} hosts, "
             f"{f'EPS only ({fabric.variant})' if not fabric.has_ocs else 'EPS + OCS'}, {net.datapath} datapath, up in {net.bringup_s:.1f} s\n"
             f"  host {fabric.host_rate_mbps:g} Mb/s, ToR-EPS {fabric.eps_uplink_mbps:g} Mb/s"
-            + (f", ToR-OCS {fabric.ocs_rate_mbps:g} Mb/s; OCS {ocs.mode}, delay {ocs.reconfig_delay_ms:g} ms, steering {ocs.steering}" if fabric.has_ocs else "")
+            + (
+                f", ToR-OCS {fabric.ocs_rate_mbps:g} Mb/s; OCS {ocs.mode}, delay {ocs.reconfig_delay_ms:g} ms, steering {ocs.steering}"
+                if fabric.has_ocs
+                else ""
+            )
             + f"\n  REST API: ip netns exec {net.run_id} curl -s 127.0.0.1:8080/circuits"
         )
         if args.cli:
@@ -168,21 +198,33 @@ def cmd_run(args: argparse.Namespace) -> int:
     jobs = build_workload(scenario)
     out = _results_dir(args.out, f"{scenario.name}-{scenario.scheduler.policy}")
     _terminate_on_sigterm()
-    console.print(f"[bold]{scenario.name}[/bold]: {len(jobs)} jobs under {scenario.scheduler.policy} on "
-                  f"{scenario.fabric.racks} racks x {scenario.fabric.hosts_per_rack} hosts ({scenario.backend}) -> {out}")
-    with Progress(TextColumn("jobs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.fields[running]} tasks running"), console=console) as bar:
+    console.print(
+        f"[bold]{scenario.name}[/bold]: {len(jobs)} jobs under {scenario.scheduler.policy} on "
+        f"{scenario.fabric.racks} racks x {scenario.fabric.hosts_per_rack} hosts ({scenario.backend}) -> {out}"
+    )
+    with Progress(
+        TextColumn("jobs"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[running]} tasks running"),
+        console=console,
+    ) as bar:
         task = bar.add_task("jobs", total=len(jobs), running=0)
         try:
-            summary = run_backend(scenario, out, lambda p: bar.update(task, completed=p.jobs_done, running=p.running_tasks))
+            summary = run_backend(
+                scenario, out, lambda p: bar.update(task, completed=p.jobs_done, running=p.running_tasks)
+            )
         except KeyboardInterrupt:
             console.print(f"[red]interrupted[/red]; partial results in {out}")
             return 130
         except RunFailed as err:
             console.print(f"[red]run failed: {err}[/red]; partial results in {out}")
             return 1
-    console.print(f"makespan {summary['makespan_s']:.1f} s, median JCT {summary['jct_median_s']:.1f} s, "
-                  f"p95 JCT {summary['jct_p95_s']:.1f} s; results in {out}")
+    console.print(
+        f"makespan {summary['makespan_s']:.1f} s, median JCT {summary['jct_median_s']:.1f} s, "
+        f"p95 JCT {summary['jct_p95_s']:.1f} s; results in {out}"
+    )
     return 0
 
 
@@ -199,21 +241,37 @@ def cmd_compare(args: argparse.Namespace) -> int:
     out = _results_dir(args.out, f"{scenario.name}-compare")
     jobs = len(build_workload(scenario))
     _terminate_on_sigterm()
-    console.print(f"[bold]{scenario.name}[/bold]: {jobs} jobs under {', '.join(setups)}, one after another "
-                  f"({scenario.backend}) -> {out}")
+    console.print(
+        f"[bold]{scenario.name}[/bold]: {jobs} jobs under {', '.join(setups)}, one after another "
+        f"({scenario.backend}) -> {out}"
+    )
     status = console.status("")
     status.start()
     try:
-        table = compare(scenario, setups, out, lambda setup, p: status.update(
-            f"{setup}: {p.jobs_done}/{p.jobs_total} jobs, workload at {p.elapsed_s:.0f} s, {p.running_tasks} tasks running"))
+        table = compare(
+            scenario,
+            setups,
+            out,
+            lambda setup, p: status.update(
+                f"{setup}: {p.jobs_done}/{p.jobs_total} jobs, workload at {p.elapsed_s:.0f} s, {p.running_tasks} tasks running"
+            ),
+        )
     except KeyboardInterrupt:
         console.print(f"[red]interrupted[/red]; partial results in {out}")
         return 130
     finally:
         status.stop()
     if args.json:
-        print(json.dumps({row["setup"]: {k: v for k, v in row.items() if k != "setup"}
-                          for row in table.to_dict(orient="records")}, indent=2, default=str))
+        print(
+            json.dumps(
+                {
+                    row["setup"]: {k: v for k, v in row.items() if k != "setup"}
+                    for row in table.to_dict(orient="records")
+                },
+                indent=2,
+                default=str,
+            )
+        )
     else:
         shown = [c for c in table.columns if c in ("setup", "status") or _says_something(table[c])]
         view = Table(title=f"{scenario.name}: {jobs} jobs (comparison.csv has every column)")
@@ -257,7 +315,9 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hybridbed", description="Emulation testbed for job scheduling in hybrid EPS/OCS datacenter networks")
+    parser = argparse.ArgumentParser(
+        prog="hybridbed", description="Emulation testbed for job scheduling in hybrid EPS/OCS datacenter networks"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     net = sub.add_parser("net", help="bring up an emulated hybrid DCN")
@@ -282,8 +342,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     compare = sub.add_parser("compare", help="run a scenario under several policies and compare them")
     compare.add_argument("scenario", help="scenario YAML file")
-    compare.add_argument("--policies", help="comma-separated setups: registered policies and f-eps "
-                                            "(default: the scenario's compare list, else fair, corral, jobpacker, f-eps)")
+    compare.add_argument(
+        "--policies",
+        help="comma-separated setups: registered policies and f-eps "
+        "(default: the scenario's compare list, else fair, corral, jobpacker, f-eps)",
+    )
     compare.add_argument("--out", help="results directory (default results/<scenario>-compare-<time>)")
     compare.add_argument("--json", action="store_true", help="print one JSON object keyed by setup")
     compare.add_argument("--backend", choices=["emulation", "simulation"], help="override the scenario's backend")

@@ -3,6 +3,7 @@
 The topology builder and the controller both derive every name, address, datapath id and port number
 from this one plan, so forwarding can be installed proactively: no ARP, no flooding, no learning.
 """
+
 from __future__ import annotations
 
 import ipaddress

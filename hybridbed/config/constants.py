@@ -1,4 +1,5 @@
 """Model constants that more than one package uses, each with the source of its value."""
+
 from __future__ import annotations
 
 # Hadoop's mapreduce.reduce.shuffle.parallelcopies default: a reducer fetches from at most this many map

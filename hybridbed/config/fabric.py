@@ -2,6 +2,7 @@
 
 Validation happens here, before anything is created, so a bad value is reported once, by field name.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -33,7 +34,10 @@ class FabricSpec(BaseModel):
         default=None, gt=0, description="ToR-to-EPS uplink rate; derived from oversubscription if unset"
     )
     oversubscription: float = Field(
-        default=10.0, ge=1.0, le=1000.0, description="rack host capacity / EPS uplink rate, used when eps_rate_mbps is unset"
+        default=10.0,
+        ge=1.0,
+        le=1000.0,
+        description="rack host capacity / EPS uplink rate, used when eps_rate_mbps is unset",
     )
     ocs_rate_mbps: float = Field(default=20.0, gt=0)
     ocs_ports_per_tor: int = Field(default=1, ge=1, le=8)
@@ -44,14 +48,17 @@ class FabricSpec(BaseModel):
     def emulation_limits(self) -> list[str]:
         """Why this fabric cannot be emulated (one line per field), or nothing: a shaped link carries at
         most MAX_LINK_RATE_MBPS."""
-        problems = [f"{name}: {value:g} Mb/s is above the {MAX_LINK_RATE_MBPS:g} Mb/s an emulated link can have "
-                    f"(the simulation backend takes any rate)"
-                    for name in ("host_rate_mbps", "eps_rate_mbps", "ocs_rate_mbps")
-                    if (value := getattr(self, name)) is not None and value > MAX_LINK_RATE_MBPS]
+        problems = [
+            f"{name}: {value:g} Mb/s is above the {MAX_LINK_RATE_MBPS:g} Mb/s an emulated link can have "
+            f"(the simulation backend takes any rate)"
+            for name in ("host_rate_mbps", "eps_rate_mbps", "ocs_rate_mbps")
+            if (value := getattr(self, name)) is not None and value > MAX_LINK_RATE_MBPS
+        ]
         if not problems and self.eps_uplink_mbps > MAX_LINK_RATE_MBPS:
             problems.append(
                 f"oversubscription: the EPS uplink rate works out to {self.eps_uplink_mbps:g} Mb/s (host_rate_mbps x "
-                f"hosts_per_rack / oversubscription), above the {MAX_LINK_RATE_MBPS:g} Mb/s an emulated link can have")
+                f"hosts_per_rack / oversubscription), above the {MAX_LINK_RATE_MBPS:g} Mb/s an emulated link can have"
+            )
         return problems
 
     @property

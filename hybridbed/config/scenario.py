@@ -4,6 +4,7 @@ Units: the fabric's link rates are the emulated rates (Mb/s). Workload sizes, bl
 elephant threshold are given at full scale and multiplied by `scale`, which should be the ratio of the
 emulated to the real link rates (the JobPacker paper's GENI emulation used 1/100 for both).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,16 +36,21 @@ class WorkersSpec(_Strict):
     compute: Literal["sleep", "cpu"] = Field(default="sleep", description="how task compute time is emulated")
     task_rate_cap_mbps: float | None = Field(default=None, gt=0, description="per-task network cap (emulated Mb/s)")
     heartbeat_s: float = Field(default=0.5, gt=0, le=10)
-    resume_overhead_s: float = Field(default=0.0, ge=0, description="a suspended task's recovery time when resumed "
-                                     "(DSP's t_r): it stays stopped this much longer")
+    resume_overhead_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="a suspended task's recovery time when resumed (DSP's t_r): it stays stopped this much longer",
+    )
     disk_read_mbps_per_host: float = Field(default=0.0, ge=0, description="0: disk bandwidth not modelled")
     disk_write_mbps_per_host: float = Field(default=0.0, ge=0, description="0: disk bandwidth not modelled")
 
     @model_validator(mode="after")
     def _slots_fit(self) -> WorkersSpec:
         if self.slots_per_host * self.container.memory_mb > self.memory_mb_per_host:
-            raise ValueError(f"slots_per_host {self.slots_per_host} x container.memory_mb {self.container.memory_mb:g} "
-                             f"exceeds memory_mb_per_host {self.memory_mb_per_host:g}")
+            raise ValueError(
+                f"slots_per_host {self.slots_per_host} x container.memory_mb {self.container.memory_mb:g} "
+                f"exceeds memory_mb_per_host {self.memory_mb_per_host:g}"
+            )
         if self.container.cores > self.cores_per_host:
             raise ValueError(f"container.cores {self.container.cores:g} exceeds cores_per_host {self.cores_per_host:g}")
         return self
@@ -62,6 +68,7 @@ class ShapeSpec(_Strict):
 
 class SuiteSpec(_Strict):
     """The Tetris deployment suite's knobs (source: tetris-suite); see scheduler/tetris_suite.py."""
+
     maps_large: int = Field(default=200, ge=1)
     maps_medium: int = Field(default=100, ge=1)
     maps_small: int = Field(default=30, ge=1)
@@ -76,6 +83,7 @@ class SuiteSpec(_Strict):
 class DagSpec(_Strict):
     """The DAG workload's knobs (source: dag); see scheduler/dag_workload.py. Task demands and compute
     times follow `workload.suite` (cpu_heavy_cores, io_share, cpu_heavy_s, io_heavy_s, memory_gb, block_mb)."""
+
     benchmark: Literal["tpch", "tpcds"] = "tpcds"
     templates: int = Field(default=20, ge=1)
     fact_tasks: int = Field(default=20, ge=1, description="scan tasks of a query's fact table at size factor 1")
@@ -103,19 +111,25 @@ class PredictionSpec(_Strict):
 class WorkloadSpec(_Strict):
     source: Literal["synthetic", "swim", "tetris-suite", "dag"] = "synthetic"
     jobs: int = Field(default=12, ge=1, le=100_000)
-    trace: Path | list[Path] | None = Field(default=None, description="SWIM trace file, or files read one after "
-                                            "the other (source: swim)")
+    trace: Path | list[Path] | None = Field(
+        default=None, description="SWIM trace file, or files read one after the other (source: swim)"
+    )
     arrival_window_s: float = Field(default=0.0, ge=0, description="0: a batch; else arrivals uniform in the window")
-    max_shuffle_gb: float | None = Field(default=None, gt=0, description="synthetic: cap every job's shuffle at "
-                                         "this; swim: leave out trace jobs shuffling more")
+    max_shuffle_gb: float | None = Field(
+        default=None,
+        gt=0,
+        description="synthetic: cap every job's shuffle at this; swim: leave out trace jobs shuffling more",
+    )
     min_shuffle_gb: float = Field(default=0.0, ge=0, description="take only trace jobs shuffling at least this")
     shape: ShapeSpec = ShapeSpec()
     suite: SuiteSpec = SuiteSpec()
     dag: DagSpec = DagSpec()
     predictions: PredictionSpec = PredictionSpec()
     deadline_slack: tuple[float, float] | None = Field(
-        default=None, description="give every job a deadline: its arrival plus its critical path times a factor "
-        "drawn uniformly from [low, high] (None: no deadlines)")
+        default=None,
+        description="give every job a deadline: its arrival plus its critical path times a factor "
+        "drawn uniformly from [low, high] (None: no deadlines)",
+    )
 
     @model_validator(mode="after")
     def _slack_sane(self) -> WorkloadSpec:
@@ -145,8 +159,10 @@ class WorkloadSpec(_Strict):
 class SchedulerSpec(_Strict):
     policy: str = "fair"
     policy_params: dict[str, dict] = Field(
-        default_factory=dict, description="parameters per policy name, e.g. {jobpacker: {overprovision: 1.0}}; "
-        "a comparison gives each setup its own")
+        default_factory=dict,
+        description="parameters per policy name, e.g. {jobpacker: {overprovision: 1.0}}; "
+        "a comparison gives each setup its own",
+    )
     slowstart: float | None = Field(default=None, ge=0, le=1, description="default: the policy's")
     replicas: int = Field(default=3, ge=1, le=10)
     heartbeat_timeout_s: float = Field(default=3.0, gt=0)
@@ -158,7 +174,8 @@ class SchedulerSpec(_Strict):
 class Scenario(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     backend: Literal["emulation", "simulation"] = Field(
-        default="emulation", description="emulation: Mininet, OVS, os-ken, real TCP; simulation: the flow-level model")
+        default="emulation", description="emulation: Mininet, OVS, os-ken, real TCP; simulation: the flow-level model"
+    )
     seed: int = 1
     scale: float = Field(default=1.0, gt=0, le=1)
     fabric: FabricSpec
@@ -167,10 +184,14 @@ class Scenario(_Strict):
     workload: WorkloadSpec = WorkloadSpec()
     scheduler: SchedulerSpec = SchedulerSpec()
     max_duration_s: float = Field(default=1800.0, gt=0)
-    compare: list[str] | None = Field(default=None, description="the setups `hybridbed compare` runs when not told "
-                                      f"(registered policies and {F_EPS}); default: the JobPacker paper's four")
-    compare_baseline: str = Field(default="fair", description="the setup a comparison's makespans and median JCTs "
-                                  "are given relative to")
+    compare: list[str] | None = Field(
+        default=None,
+        description="the setups `hybridbed compare` runs when not told "
+        f"(registered policies and {F_EPS}); default: the JobPacker paper's four",
+    )
+    compare_baseline: str = Field(
+        default="fair", description="the setup a comparison's makespans and median JCTs are given relative to"
+    )
 
     @model_validator(mode="after")
     def _emulable(self) -> Scenario:
@@ -184,11 +205,15 @@ class Scenario(_Strict):
             return self
         suite, w = self.workload.suite, self.workers
         if suite.cpu_heavy_cores > w.cores_per_host:
-            raise ValueError(f"workload.suite.cpu_heavy_cores {suite.cpu_heavy_cores:g} exceeds "
-                             f"workers.cores_per_host {w.cores_per_host:g}")
+            raise ValueError(
+                f"workload.suite.cpu_heavy_cores {suite.cpu_heavy_cores:g} exceeds "
+                f"workers.cores_per_host {w.cores_per_host:g}"
+            )
         if max(suite.memory_gb) * 1000 > w.memory_mb_per_host:
-            raise ValueError(f"workload.suite.memory_gb {max(suite.memory_gb):g} GB exceeds "
-                             f"workers.memory_mb_per_host {w.memory_mb_per_host:g}")
+            raise ValueError(
+                f"workload.suite.memory_gb {max(suite.memory_gb):g} GB exceeds "
+                f"workers.memory_mb_per_host {w.memory_mb_per_host:g}"
+            )
         return self
 
     def scaled_ocs(self) -> OcsSpec:

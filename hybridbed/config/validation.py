@@ -1,5 +1,6 @@
 """Turning pydantic's validation errors into one message per problem, each naming the field and the value,
 so a bad scenario or command-line value is reported before anything is created."""
+
 from __future__ import annotations
 
 from typing import TypeVar

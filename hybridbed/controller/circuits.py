@@ -3,6 +3,7 @@
 A configuration is a directed matching of OCS ports: each (rack, port) sends to at most one port and
 receives from at most one. Pure logic, shared by the os-ken controller and the flow-level simulator.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,7 +28,12 @@ class Circuit:
     dst_port: int = 0
 
     def as_dict(self) -> dict[str, int]:
-        return {"src_rack": self.src_rack, "dst_rack": self.dst_rack, "src_port": self.src_port, "dst_port": self.dst_port}
+        return {
+            "src_rack": self.src_rack,
+            "dst_rack": self.dst_rack,
+            "src_port": self.src_port,
+            "dst_port": self.dst_port,
+        }
 
 
 Configuration = frozenset[Circuit]
@@ -70,17 +76,27 @@ def validate_configuration(circuits: Iterable[Circuit], racks: int, ports_per_to
     for c in circuits:
         for rack in (c.src_rack, c.dst_rack):
             if not 0 <= rack < racks:
-                raise ConfigurationError(f"unknown rack {rack} in circuit {c.src_rack}->{c.dst_rack} (racks are 0..{racks - 1})")
+                raise ConfigurationError(
+                    f"unknown rack {rack} in circuit {c.src_rack}->{c.dst_rack} (racks are 0..{racks - 1})"
+                )
         for port in (c.src_port, c.dst_port):
             if not 0 <= port < ports_per_tor:
-                raise ConfigurationError(f"unknown OCS port {port} in circuit {c.src_rack}->{c.dst_rack} (ports are 0..{ports_per_tor - 1})")
+                raise ConfigurationError(
+                    f"unknown OCS port {port} in circuit {c.src_rack}->{c.dst_rack} (ports are 0..{ports_per_tor - 1})"
+                )
         if c.src_rack == c.dst_rack:
-            raise ConfigurationError(f"self-circuit {c.src_rack}->{c.dst_rack}: a rack cannot send to itself over the OCS")
+            raise ConfigurationError(
+                f"self-circuit {c.src_rack}->{c.dst_rack}: a rack cannot send to itself over the OCS"
+            )
         out_key, in_key = (c.src_rack, c.src_port), (c.dst_rack, c.dst_port)
         if out_key in senders:
-            raise ConfigurationError(f"rack {c.src_rack} OCS port {c.src_port} sends in two circuits (to {senders[out_key].dst_rack} and {c.dst_rack})")
+            raise ConfigurationError(
+                f"rack {c.src_rack} OCS port {c.src_port} sends in two circuits (to {senders[out_key].dst_rack} and {c.dst_rack})"
+            )
         if in_key in receivers:
-            raise ConfigurationError(f"rack {c.dst_rack} OCS port {c.dst_port} receives in two circuits (from {receivers[in_key].src_rack} and {c.src_rack})")
+            raise ConfigurationError(
+                f"rack {c.dst_rack} OCS port {c.dst_port} receives in two circuits (from {receivers[in_key].src_rack} and {c.src_rack})"
+            )
         senders[out_key] = c
         receivers[in_key] = c
 
@@ -181,7 +197,9 @@ def steering(config: Configuration) -> dict[tuple[int, int], int]:
     return ports
 
 
-def steering_changes(before: Configuration, after: Configuration) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], int]]:
+def steering_changes(
+    before: Configuration, after: Configuration
+) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], int]]:
     """(pairs to steer off their circuit port, pairs to steer onto a new one) when `before` becomes `after`;
     pairs whose circuit stays are in neither and keep flowing."""
     old, new = steering(before), steering(after)
@@ -194,12 +212,15 @@ def combined_demand(hints: list[list[float]], measured: list[list[float]], sourc
     """The rack-to-rack demand periodic mode matches on: the scheduler's hints, the bytes measured in
     the last interval, or (`both`) their sum."""
     use_hints, use_measured = source in ("hints", "both"), source in ("measured", "both")
-    return [[(h if use_hints else 0.0) + (m if use_measured else 0.0) for h, m in zip(hint_row, measured_row)]
-            for hint_row, measured_row in zip(hints, measured)]
+    return [
+        [(h if use_hints else 0.0) + (m if use_measured else 0.0) for h, m in zip(hint_row, measured_row)]
+        for hint_row, measured_row in zip(hints, measured)
+    ]
 
 
-def periodic_configuration(demand: list[list[float]], threshold: float, ports_per_tor: int,
-                           current: Configuration) -> Configuration:
+def periodic_configuration(
+    demand: list[list[float]], threshold: float, ports_per_tor: int, current: Configuration
+) -> Configuration:
     """What a periodic reconfiguration sets up: the max-weight matching of the elephant demand."""
     return max_weight_configuration(elephant_demand(demand, threshold), ports_per_tor, current)
 

@@ -2,6 +2,7 @@
 
 It must be used from inside the run's fabric namespace, where the API listens on 127.0.0.1.
 """
+
 from __future__ import annotations
 
 import time
@@ -31,7 +32,11 @@ class FabricClient:
 
     def _call(self, method: str, path: str, body: object | None = None, raw: bytes | None = None) -> dict:
         response = self.session.request(
-            method, self.base + path, json=body, data=raw, timeout=self.timeout,
+            method,
+            self.base + path,
+            json=body,
+            data=raw,
+            timeout=self.timeout,
             headers={"Content-Type": "application/json"} if raw is not None else None,
         )
         try:

@@ -3,13 +3,23 @@
 Times are seconds on the clock of whoever made the event (unix time in the controller, simulated seconds in
 the simulator); `csv_row` writes them relative to the start of the workload, as ocs_events.csv holds them.
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
 
-OCS_EVENT_FIELDS = ["seq", "reason", "requested_s", "dark_from_s", "dark_until_s", "done_s", "configured_delay_ms",
-                    "circuits_before", "circuits_after"]
+OCS_EVENT_FIELDS = [
+    "seq",
+    "reason",
+    "requested_s",
+    "dark_from_s",
+    "dark_until_s",
+    "done_s",
+    "configured_delay_ms",
+    "circuits_before",
+    "circuits_after",
+]
 
 
 @dataclass(frozen=True)
@@ -17,6 +27,7 @@ class OcsEvent:
     """Asked for at `requested`; the affected rack pairs left their circuits at `dark_from`; the new circuits
     carried traffic from `dark_until`; the switches confirmed everything at `done`. Circuits are lists of
     {src_rack, src_port, dst_rack, dst_port}."""
+
     seq: int
     reason: str
     requested: float
@@ -37,10 +48,18 @@ class OcsEvent:
 
     def csv_row(self, t0: float = 0.0) -> dict:
         """ocs_events.csv: times in seconds after t0, circuits as JSON."""
+
         def since(t: float) -> float:
             return round(t - t0, 6)
 
-        return {"seq": self.seq, "reason": self.reason, "requested_s": since(self.requested),
-                "dark_from_s": since(self.dark_from), "dark_until_s": since(self.dark_until), "done_s": since(self.done),
-                "configured_delay_ms": self.configured_delay_ms, "circuits_before": json.dumps(self.circuits_before),
-                "circuits_after": json.dumps(self.circuits_after)}
+        return {
+            "seq": self.seq,
+            "reason": self.reason,
+            "requested_s": since(self.requested),
+            "dark_from_s": since(self.dark_from),
+            "dark_until_s": since(self.dark_until),
+            "done_s": since(self.done),
+            "configured_delay_ms": self.configured_delay_ms,
+            "circuits_before": json.dumps(self.circuits_before),
+            "circuits_after": json.dumps(self.circuits_after),
+        }

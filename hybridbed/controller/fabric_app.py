@@ -8,6 +8,7 @@ Reconfiguration keeps traffic flowing: affected rack pairs go back to the EPS fi
 circuits go dark for the configured delay, then the new circuits are lit and traffic steered onto them.
 Every step waits for an OpenFlow barrier, so the logged times are when the switches had the rules.
 """
+
 from __future__ import annotations
 
 import json
@@ -118,8 +119,14 @@ class HybridFabricController(app_manager.OSKenApp):
         ofp, parser = dp.ofproto, dp.ofproto_parser
         match = parser.OFPMatch(**entry.match_fields())
         if delete:
-            msg = parser.OFPFlowMod(dp, command=ofp.OFPFC_DELETE_STRICT, priority=entry.priority, match=match,
-                                    out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY)
+            msg = parser.OFPFlowMod(
+                dp,
+                command=ofp.OFPFC_DELETE_STRICT,
+                priority=entry.priority,
+                match=match,
+                out_port=ofp.OFPP_ANY,
+                out_group=ofp.OFPG_ANY,
+            )
         else:
             actions = [parser.OFPActionOutput(entry.out_port)]
             inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
@@ -128,8 +135,11 @@ class HybridFabricController(app_manager.OSKenApp):
 
     def _delete_all_flows(self, dp) -> None:
         ofp, parser = dp.ofproto, dp.ofproto_parser
-        dp.send_msg(parser.OFPFlowMod(dp, command=ofp.OFPFC_DELETE, table_id=ofp.OFPTT_ALL,
-                                      out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY))
+        dp.send_msg(
+            parser.OFPFlowMod(
+                dp, command=ofp.OFPFC_DELETE, table_id=ofp.OFPTT_ALL, out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY
+            )
+        )
 
     def _barrier(self, dp) -> None:
         ofctl_api.send_msg(self, dp.ofproto_parser.OFPBarrierRequest(dp), reply_cls=dp.ofproto_parser.OFPBarrierReply)
@@ -147,8 +157,9 @@ class HybridFabricController(app_manager.OSKenApp):
             tors = {self.plan.tor_dpid(a) for a, _ in list(unsteer) + list(steer)}
 
             for (a, b), port in unsteer.items():
-                self._send(self.datapaths[self.plan.tor_dpid(a)], steering_entry(self.plan, self.ocs, a, b, port),
-                           delete=True)
+                self._send(
+                    self.datapaths[self.plan.tor_dpid(a)], steering_entry(self.plan, self.ocs, a, b, port), delete=True
+                )
             self._barriers(tors & set(self.datapaths))
             # the affected pairs left their circuits at the unsteer barrier: the dark time counts from there
             dark_from = time.time()
@@ -168,8 +179,17 @@ class HybridFabricController(app_manager.OSKenApp):
             dark_until = time.time()
             self._barriers(tors & set(self.datapaths))
             done = time.time()
-            event = OcsEvent(len(self.reconfig_events), reason, requested, dark_from, dark_until, done,
-                             self.ocs.reconfig_delay_ms, configuration_as_list(before), configuration_as_list(target))
+            event = OcsEvent(
+                len(self.reconfig_events),
+                reason,
+                requested,
+                dark_from,
+                dark_until,
+                done,
+                self.ocs.reconfig_delay_ms,
+                configuration_as_list(before),
+                configuration_as_list(target),
+            )
             self.reconfig_events.append(event)
             if self.event_log:
                 with self.event_log.open("a") as log:
@@ -197,7 +217,9 @@ class HybridFabricController(app_manager.OSKenApp):
             if dp is None:
                 continue
             parser = dp.ofproto_parser
-            replies = ofctl_api.send_msg(self, parser.OFPFlowStatsRequest(dp), reply_cls=parser.OFPFlowStatsReply, reply_multi=True)
+            replies = ofctl_api.send_msg(
+                self, parser.OFPFlowStatsRequest(dp), reply_cls=parser.OFPFlowStatsReply, reply_multi=True
+            )
             for reply in replies:
                 for stat in reply.body:
                     if not stat.cookie & (COOKIE_EPS | COOKIE_CIRCUIT):
@@ -222,8 +244,9 @@ class HybridFabricController(app_manager.OSKenApp):
             try:
                 if self.ocs.demand_source in ("measured", "both"):
                     self._measure_demand()
-                target = periodic_configuration(self.demand(), self.ocs.elephant_threshold_bytes,
-                                                self.plan.ocs_ports_per_tor, self.circuits)
+                target = periodic_configuration(
+                    self.demand(), self.ocs.elephant_threshold_bytes, self.plan.ocs_ports_per_tor, self.circuits
+                )
                 if target == self.circuits and self.ocs.skip_unchanged:
                     self.skipped_reconfigurations += 1
                     continue
@@ -237,15 +260,21 @@ class HybridFabricController(app_manager.OSKenApp):
         counters: dict[str, dict[int, dict[str, int]]] = {}
         for dpid, dp in sorted(self.datapaths.items()):
             parser, ofp = dp.ofproto_parser, dp.ofproto
-            replies = ofctl_api.send_msg(self, parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY),
-                                         reply_cls=parser.OFPPortStatsReply, reply_multi=True)
+            replies = ofctl_api.send_msg(
+                self,
+                parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY),
+                reply_cls=parser.OFPPortStatsReply,
+                reply_multi=True,
+            )
             ports = {}
             for reply in replies:
                 for stat in reply.body:
                     if stat.port_no <= ofp.OFPP_MAX:
                         ports[stat.port_no] = {
-                            "rx_bytes": stat.rx_bytes, "tx_bytes": stat.tx_bytes,
-                            "rx_packets": stat.rx_packets, "tx_packets": stat.tx_packets,
+                            "rx_bytes": stat.rx_bytes,
+                            "tx_bytes": stat.tx_bytes,
+                            "rx_packets": stat.rx_packets,
+                            "tx_packets": stat.tx_packets,
                         }
             counters[names[dpid]] = ports
         return counters

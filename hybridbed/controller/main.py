@@ -1,4 +1,5 @@
 """Entry point of the controller process: os-ken 4.x has no manager command, so apps start in-process."""
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,12 @@ def main(argv: list[str] | None = None) -> None:
     # registers the hybridbed option group
     import hybridbed.controller.fabric_app  # noqa: F401
 
-    for name, value in (("fabric_spec", args.fabric_spec), ("ocs_spec", args.ocs_spec),
-                        ("event_log", args.event_log), ("rest_port", args.rest_port)):
+    for name, value in (
+        ("fabric_spec", args.fabric_spec),
+        ("ocs_spec", args.ocs_spec),
+        ("event_log", args.event_log),
+        ("rest_port", args.rest_port),
+    ):
         cfg.CONF.set_override(name, value, group="hybridbed")
     AppManager.run_apps(["hybridbed.controller.fabric_app", "os_ken.app.ofctl.service"])
 

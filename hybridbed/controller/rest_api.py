@@ -11,6 +11,7 @@ GET  /ports     OpenFlow port counters of every switch
 
 Invalid input gets HTTP 400 with {"error": message} and leaves the state as it was.
 """
+
 from __future__ import annotations
 
 import json
@@ -68,15 +69,18 @@ class FabricRestApi:
 
     def status(self, request: Request) -> Response:
         names = self.c.plan.switch_names()
-        return _json(200, {
-            "ready": self.c.ready,
-            "switches": {names[d]: d in self.c.installed for d in names},
-            "mode": self.c.ocs.mode if self.c.fabric.has_ocs else "none",
-            "steering": self.c.ocs.steering,
-            "circuits": len(self.c.circuits),
-            "reconfigurations": len(self.c.reconfig_events),
-            "skipped_reconfigurations": self.c.skipped_reconfigurations,
-        })
+        return _json(
+            200,
+            {
+                "ready": self.c.ready,
+                "switches": {names[d]: d in self.c.installed for d in names},
+                "mode": self.c.ocs.mode if self.c.fabric.has_ocs else "none",
+                "steering": self.c.ocs.steering,
+                "circuits": len(self.c.circuits),
+                "reconfigurations": len(self.c.reconfig_events),
+                "skipped_reconfigurations": self.c.skipped_reconfigurations,
+            },
+        )
 
     def get_circuits(self, request: Request) -> Response:
         return _json(200, {"circuits": configuration_as_list(self.c.circuits)})
@@ -96,7 +100,9 @@ class FabricRestApi:
         return _json(200, {"events": [e.to_dict() for e in self.c.reconfig_events]})
 
     def get_demand(self, request: Request) -> Response:
-        return _json(200, {"hints": self.c.demand_hints, "measured": self.c.measured_demand, "effective": self.c.demand()})
+        return _json(
+            200, {"hints": self.c.demand_hints, "measured": self.c.measured_demand, "effective": self.c.demand()}
+        )
 
     def put_demand(self, request: Request) -> Response:
         self.c.set_demand_hints(parse_demand(_body(request, "demand"), self.c.fabric.racks))
@@ -104,4 +110,3 @@ class FabricRestApi:
 
     def get_ports(self, request: Request) -> Response:
         return _json(200, {"ports": self.c.port_counters()})
-

@@ -7,6 +7,7 @@ the OCS forwards only along lit circuits (in_port -> out_port). A circuit a->b a
 steering entry on ToR a that sends rack b's traffic (all of it, or only DSCP-marked bulk traffic) out of
 the circuit's OCS port instead.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ ETH_IPV4 = 0x0800
 class FlowEntry:
     """One OpenFlow 1.3 entry: on switch `dpid`, packets matching `match` (os-ken OFPMatch field names) go
     out of `out_port`. Deleting an entry matches it strictly by priority and match."""
+
     dpid: int
     priority: int
     match: tuple[tuple[str, object], ...]
@@ -47,25 +49,40 @@ def steering_entry(plan: FabricPlan, ocs: OcsSpec, src_rack: int, dst_rack: int,
     """On ToR src_rack: traffic for dst_rack (only bulk-marked traffic in steering mode `marked`) out of
     OCS port `ocs_port`."""
     bulk = ocs.bulk_dscp if ocs.steering == "marked" else None
-    return FlowEntry(plan.tor_dpid(src_rack), PRIO_CIRCUIT, _rack_match(plan, dst_rack, bulk),
-                     plan.tor_ocs_port(ocs_port), COOKIE_CIRCUIT | dst_rack)
+    return FlowEntry(
+        plan.tor_dpid(src_rack),
+        PRIO_CIRCUIT,
+        _rack_match(plan, dst_rack, bulk),
+        plan.tor_ocs_port(ocs_port),
+        COOKIE_CIRCUIT | dst_rack,
+    )
 
 
 def circuit_entry(plan: FabricPlan, circuit: Circuit) -> FlowEntry:
     """On the OCS: the circuit's input port forwards to its output port."""
-    return FlowEntry(OCS_DPID, PRIO_EPS, (("in_port", plan.ocs_port(circuit.src_rack, circuit.src_port)),),
-                     plan.ocs_port(circuit.dst_rack, circuit.dst_port))
+    return FlowEntry(
+        OCS_DPID,
+        PRIO_EPS,
+        (("in_port", plan.ocs_port(circuit.src_rack, circuit.src_port)),),
+        plan.ocs_port(circuit.dst_rack, circuit.dst_port),
+    )
 
 
 def tor_entries(plan: FabricPlan, ocs: OcsSpec, rack: int, circuits: Configuration) -> list[FlowEntry]:
     """A ToR's entries: its hosts, every other rack over the EPS, and steering onto its lit circuits."""
     dpid = plan.tor_dpid(rack)
-    entries = [FlowEntry(dpid, PRIO_HOST, (("eth_type", ETH_IPV4), ("ipv4_dst", host.ip)), host.tor_port)
-               for host in (plan.host(rack, h) for h in range(plan.hosts_per_rack))]
-    entries += [FlowEntry(dpid, PRIO_EPS, _rack_match(plan, other), plan.tor_eps_port, COOKIE_EPS | other)
-                for other in range(plan.racks) if other != rack]
-    entries += [steering_entry(plan, ocs, src, dst, port) for (src, dst), port in steering(circuits).items()
-                if src == rack]
+    entries = [
+        FlowEntry(dpid, PRIO_HOST, (("eth_type", ETH_IPV4), ("ipv4_dst", host.ip)), host.tor_port)
+        for host in (plan.host(rack, h) for h in range(plan.hosts_per_rack))
+    ]
+    entries += [
+        FlowEntry(dpid, PRIO_EPS, _rack_match(plan, other), plan.tor_eps_port, COOKIE_EPS | other)
+        for other in range(plan.racks)
+        if other != rack
+    ]
+    entries += [
+        steering_entry(plan, ocs, src, dst, port) for (src, dst), port in steering(circuits).items() if src == rack
+    ]
     return entries
 
 

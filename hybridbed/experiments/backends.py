@@ -5,6 +5,7 @@ result files (jobs.csv, tasks.csv, flows.csv with each flow's path, ocs_events.c
 summary.json), so a comparison or a plot reads either. Each raises RunFailed (`run_failed.py`) when its
 run ends without finishing the workload.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

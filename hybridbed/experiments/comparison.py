@@ -6,6 +6,7 @@ with uplinks at the OCS rate (the JobPacker paper's F-EPS baseline). Fair on the
 the scenario's OCS settings is the paper's F-Hybrid. Makespans and median JCTs are also given relative to
 the scenario's `compare_baseline` (default fair, F-Hybrid; BFS, Tez's order, for the DAGPS scenarios).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -23,10 +24,29 @@ from hybridbed.results.progress import Progress
 F_EPS_POLICY = "fair"
 PAPER_SETUPS = ("fair", "corral", "jobpacker", F_EPS)
 RELATIVE = {"makespan_vs_baseline": "makespan_s", "jct_median_vs_baseline": "jct_median_s"}
-COLUMNS = ["setup", "status", "makespan_s", "makespan_vs_baseline", "jct_mean_s", "jct_median_s",
-           "jct_median_vs_baseline", "jct_p5_s", "jct_p95_s", "jct_median_recurring_s", "jct_median_adhoc_s",
-           "ocs_byte_share", "reconfigurations", "preemptions", "share_changes", "disorders", "job_wait_mean_s",
-           "deadlines_met", "deadline_throughput_per_min", "cores_allocated_mean", "jobs_done"]
+COLUMNS = [
+    "setup",
+    "status",
+    "makespan_s",
+    "makespan_vs_baseline",
+    "jct_mean_s",
+    "jct_median_s",
+    "jct_median_vs_baseline",
+    "jct_p5_s",
+    "jct_p95_s",
+    "jct_median_recurring_s",
+    "jct_median_adhoc_s",
+    "ocs_byte_share",
+    "reconfigurations",
+    "preemptions",
+    "share_changes",
+    "disorders",
+    "job_wait_mean_s",
+    "deadlines_met",
+    "deadline_throughput_per_min",
+    "cores_allocated_mean",
+    "jobs_done",
+]
 
 
 def default_setups(scenario: Scenario) -> list[str]:
@@ -43,8 +63,9 @@ def setup_scenario(scenario: Scenario, setup: str) -> Scenario:
     return Scenario.model_validate(data)
 
 
-def compare(scenario: Scenario, setups: list[str], out_dir: Path,
-            on_progress: Callable[[str, Progress], None] | None = None) -> pd.DataFrame:
+def compare(
+    scenario: Scenario, setups: list[str], out_dir: Path, on_progress: Callable[[str, Progress], None] | None = None
+) -> pd.DataFrame:
     """Run every setup into out_dir/<setup>; write comparison.csv and the plots; return the table.
     A setup that fails is recorded as failed and the others still run."""
     out_dir.mkdir(parents=True, exist_ok=False)
@@ -52,8 +73,11 @@ def compare(scenario: Scenario, setups: list[str], out_dir: Path,
     for setup in setups:
         run_dir = out_dir / setup
         try:
-            summary = run_backend(setup_scenario(scenario, setup), run_dir,
-                                   (lambda p, s=setup: on_progress(s, p)) if on_progress else None)
+            summary = run_backend(
+                setup_scenario(scenario, setup),
+                run_dir,
+                (lambda p, s=setup: on_progress(s, p)) if on_progress else None,
+            )
         except RunFailed as err:
             summary = {"status": f"failed: {err}"}
         rows.append({"setup": setup, **{k: summary.get(k) for k in COLUMNS[1:] if k not in RELATIVE}})

@@ -5,6 +5,7 @@ The run directory gets the resolved scenario first, then results as they happen 
 of the scheduler and every worker. Whatever ends the run (success, a failure, Ctrl-C), the processes
 are stopped, the network is torn down and what was written stays.
 """
+
 from __future__ import annotations
 
 import csv
@@ -62,14 +63,20 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
         roots = layout.create_task_roots(net.run_id)
         net.record.set(cgroups=net.record.manifest.cgroups + [str(r) for r in roots])
         state = net.record.state_dir
-        hosts = [{"name": a.name, "rack": a.rack, "ip": a.ip, "data_dir": str(state / "hosts" / a.name)}
-                 for a in net.plan.hosts()]
+        hosts = [
+            {"name": a.name, "rack": a.rack, "ip": a.ip, "data_dir": str(state / "hosts" / a.name)}
+            for a in net.plan.hosts()
+        ]
         socket_path = str(state / SOCKET_NAME)
-        (out_dir / "cluster.json").write_text(json.dumps(
-            {"socket": socket_path, "controller_port": DEFAULT_REST_PORT, "hosts": hosts}, indent=2))
-        scheduler = subprocess.Popen([sys.executable, "-m", "hybridbed.experiments.scheduler_process", str(out_dir)],
-                                     stdout=(out_dir / "scheduler.log").open("w"), stderr=subprocess.STDOUT,
-                                     preexec_fn=net.cgroup.join_self)
+        (out_dir / "cluster.json").write_text(
+            json.dumps({"socket": socket_path, "controller_port": DEFAULT_REST_PORT, "hosts": hosts}, indent=2)
+        )
+        scheduler = subprocess.Popen(
+            [sys.executable, "-m", "hybridbed.experiments.scheduler_process", str(out_dir)],
+            stdout=(out_dir / "scheduler.log").open("w"),
+            stderr=subprocess.STDOUT,
+            preexec_fn=net.cgroup.join_self,
+        )
         processes.append(scheduler)
         net.record.add_process(scheduler.pid, "scheduler")
         _wait_for_socket(socket_path, scheduler)
@@ -77,13 +84,38 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
         w = scenario.workers
         for host in hosts:
             node = net.net.get(host["name"])
-            cmd = [sys.executable, "-m", "hybridbed.workers.agent", "--scheduler-socket", socket_path,
-                   "--host", host["name"], "--rack", str(host["rack"]), "--ip", host["ip"],
-                   "--slots", str(w.slots_per_host), "--cores", str(w.cores_per_host),
-                   "--memory-mb", str(w.memory_mb_per_host), "--data-dir", host["data_dir"],
-                   "--cgroup-roots", *(str(_seen_from_hosts(r)) for r in roots), "--cgroup-version", str(layout.version),
-                   "--compute-mode", w.compute, "--heartbeat-s", str(w.heartbeat_s)]
-            proc = node.popen(cmd, stdout=(out_dir / "workers" / f"{host['name']}.log").open("w"), stderr=subprocess.STDOUT)
+            cmd = [
+                sys.executable,
+                "-m",
+                "hybridbed.workers.agent",
+                "--scheduler-socket",
+                socket_path,
+                "--host",
+                host["name"],
+                "--rack",
+                str(host["rack"]),
+                "--ip",
+                host["ip"],
+                "--slots",
+                str(w.slots_per_host),
+                "--cores",
+                str(w.cores_per_host),
+                "--memory-mb",
+                str(w.memory_mb_per_host),
+                "--data-dir",
+                host["data_dir"],
+                "--cgroup-roots",
+                *(str(_seen_from_hosts(r)) for r in roots),
+                "--cgroup-version",
+                str(layout.version),
+                "--compute-mode",
+                w.compute,
+                "--heartbeat-s",
+                str(w.heartbeat_s),
+            ]
+            proc = node.popen(
+                cmd, stdout=(out_dir / "workers" / f"{host['name']}.log").open("w"), stderr=subprocess.STDOUT
+            )
             processes.append(proc)
             net.record.add_process(proc.pid, f"worker {host['name']}")
         code = _follow(net, scheduler, out_dir, scenario, on_progress)
@@ -120,8 +152,13 @@ def _wait_for_socket(path: str, scheduler: subprocess.Popen, timeout_s: float = 
         time.sleep(0.05)
 
 
-def _follow(net: HybridNetwork, scheduler: subprocess.Popen, out_dir: Path, scenario: Scenario,
-            on_progress: Callable[[Progress], None] | None) -> int:
+def _follow(
+    net: HybridNetwork,
+    scheduler: subprocess.Popen,
+    out_dir: Path,
+    scenario: Scenario,
+    on_progress: Callable[[Progress], None] | None,
+) -> int:
     """Until the scheduler ends: sample the switch port counters into links.csv, report progress."""
     names = _link_names(net)
     started = time.time()
@@ -146,8 +183,16 @@ def _sample_links(net: HybridNetwork, names: dict[tuple[str, int], str], links: 
         for port, counters in ports.items():
             link = names.get((switch, int(port)))
             if link is not None:
-                links.writerow({"time_s": now, "switch": switch, "port": port, "link": link,
-                                "tx_bytes": counters["tx_bytes"], "rx_bytes": counters["rx_bytes"]})
+                links.writerow(
+                    {
+                        "time_s": now,
+                        "switch": switch,
+                        "port": port,
+                        "link": link,
+                        "tx_bytes": counters["tx_bytes"],
+                        "rx_bytes": counters["rx_bytes"],
+                    }
+                )
 
 
 def _account_paths(out_dir: Path, events: list[OcsEvent]) -> None:

@@ -1,4 +1,5 @@
 """The one way a backend says that a run ended without finishing its workload."""
+
 from __future__ import annotations
 
 

@@ -1,6 +1,7 @@
 """Loading a scenario for a run: its structure (config/) and what only the policy registry knows (policy
 names and parameters, comparison setups), checked together so that a bad scenario gives one message
 naming every bad field before anything is created."""
+
 from __future__ import annotations
 
 from pathlib import Path

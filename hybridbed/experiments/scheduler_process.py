@@ -6,6 +6,7 @@ start whenever containers free up, forwards map-output locations to running redu
 releases a job's shuffle, notices lost workers (heartbeat timeout or a closed connection) and writes
 results as it goes. Times in the results are seconds since the workload started.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -145,8 +146,14 @@ class SchedulerServer:
                 except OSError:
                     pass
             self.allocation.record(self.cluster.allocation(), self._now(), final=True)
-            for log_file in (self.jobs_log, self.tasks_log, self.flows_log, self.usage_log, self.actions_log,
-                             self.allocation):
+            for log_file in (
+                self.jobs_log,
+                self.tasks_log,
+                self.flows_log,
+                self.usage_log,
+                self.actions_log,
+                self.allocation,
+            ):
                 log_file.close()
             write_plan(self.out_dir, self.policy.plan_rows())  # again: per-job plans made as jobs arrived
             summarize(self.out_dir, total, status, started_at=self.t0)
@@ -159,7 +166,8 @@ class SchedulerServer:
             except queue.Empty:
                 missing = sorted(set(self.hosts) - set(self.channels))
                 raise RuntimeError(
-                    f"workers {', '.join(missing)} did not register within {REGISTER_TIMEOUT_S:g} s") from None
+                    f"workers {', '.join(missing)} did not register within {REGISTER_TIMEOUT_S:g} s"
+                ) from None
             if kind == "register":
                 self.channels[message["host"]] = message["channel"]
                 self.last_seen[message["host"]] = time.time()
@@ -190,16 +198,27 @@ class SchedulerServer:
                 self._log_job(job)
         elif kind == "failed":
             if self.core.task_failed(message["task_id"], message["attempt"], now):
-                log.warning("task %s attempt %s failed on %s (exit %s): %s", message["task_id"], message["attempt"],
-                            host, message["exit_code"], message["error"].strip()[-500:])
+                log.warning(
+                    "task %s attempt %s failed on %s (exit %s): %s",
+                    message["task_id"],
+                    message["attempt"],
+                    host,
+                    message["exit_code"],
+                    message["error"].strip()[-500:],
+                )
         elif kind == "fetch":
             self._log_flow(message)
             if message["kind"] == "shuffle":
                 self.core.shuffle_fetched(message["task_id"], message["attempt"], message["source"])
         elif kind == "heartbeat" and self.t0:
-            self.usage_log.write({"time_s": round(message["time"] - self.t0, 3), "host": host,
-                                  "running_tasks": message["running"],
-                                  **{field: round(message[field], 1) for field in USAGE_FIELDS[3:]}})
+            self.usage_log.write(
+                {
+                    "time_s": round(message["time"] - self.t0, 3),
+                    "host": host,
+                    "running_tasks": message["running"],
+                    **{field: round(message[field], 1) for field in USAGE_FIELDS[3:]},
+                }
+            )
         elif kind == "disconnect":
             self._lose(host, "closed its control connection")
         elif kind == "register":
@@ -234,9 +253,17 @@ class SchedulerServer:
             self._send(launch.host, message)
         for notice in notices:
             source, consumer = notice.source, notice.consumer
-            notice_message: Notice = {"op": "notice", "key": task_key(consumer.task_id, consumer.attempt), "notice": {
-                "source": source.task_id, "host": source.host, "ip": self.hosts[source.host]["ip"],
-                "path": f"{_output_dir(source)}/{partition_name(consumer)}", "bytes": source.partition_for(consumer)}}
+            notice_message: Notice = {
+                "op": "notice",
+                "key": task_key(consumer.task_id, consumer.attempt),
+                "notice": {
+                    "source": source.task_id,
+                    "host": source.host,
+                    "ip": self.hosts[source.host]["ip"],
+                    "path": f"{_output_dir(source)}/{partition_name(consumer)}",
+                    "bytes": source.partition_for(consumer),
+                },
+            }
             self._send(consumer.host, notice_message)
 
     def _carry_out(self, actions: list[TaskAction]) -> None:
@@ -262,23 +289,33 @@ class SchedulerServer:
     def _rates(self, task: Task, allocation: Resources) -> Share:
         """A task's cores and the rates its worker paces it at (bits/s; None: not paced)."""
         cap = network_cap_mbps(allocation, task.kind, self.scenario.workers.task_rate_cap_mbps)
-        return {"cores": allocation.cores, "rate_bps": cap * 1e6 if cap else None,
-                "disk_read_bps": allocation.disk_read_mbps * 1e6 or None,
-                "disk_write_bps": allocation.disk_write_mbps * 1e6 or None}
+        return {
+            "cores": allocation.cores,
+            "rate_bps": cap * 1e6 if cap else None,
+            "disk_read_bps": allocation.disk_read_mbps * 1e6 or None,
+            "disk_write_bps": allocation.disk_write_mbps * 1e6 or None,
+        }
 
     def _task_message(self, task: Task) -> TaskDescription:
         demand = task.demand
         message: TaskDescription = {
-            "task_id": task.task_id, "attempt": task.attempt, "kind": task.kind.value,
-            "memory_mb": demand.memory_mb, "compute_s": task.compute_s,
+            "task_id": task.task_id,
+            "attempt": task.attempt,
+            "kind": task.kind.value,
+            "memory_mb": demand.memory_mb,
+            "compute_s": task.compute_s,
             "partitions": [[partition_name(c), task.partition_for(c)] for c in self._consumers(task)],
-            "output_bytes": task.output_bytes, "output_dir": _output_dir(task), **self._rates(task, demand),
+            "output_bytes": task.output_bytes,
+            "output_dir": _output_dir(task),
+            **self._rates(task, demand),
         }
         if task.allocation != demand:  # it starts with a smaller share: paced below its demand's caps
             message["share"] = self._rates(task, task.allocation)
         if task.kind is StageKind.MAP:
-            message["input"] = {"path": f"blocks/{task.input_block.block_id}", "sources": [
-                {"host": h, "ip": self.hosts[h]["ip"]} for h in self.cluster.input_sources(task)]}
+            message["input"] = {
+                "path": f"blocks/{task.input_block.block_id}",
+                "sources": [{"host": h, "ip": self.hosts[h]["ip"]} for h in self.cluster.input_sources(task)],
+            }
         else:
             message["n_sources"] = len(self.cluster.jobs[task.job_id].sources_of(task))
         return message
@@ -306,17 +343,33 @@ class SchedulerServer:
 
     def _log_flow(self, message: dict) -> None:
         src, dst = message["src_host"], message["host"]
-        self.flows_log.write({
-            "task_id": message["task_id"], "attempt": message["attempt"], "kind": message["kind"],
-            "src_host": src, "dst_host": dst, "src_rack": self.hosts[src]["rack"], "dst_rack": self.hosts[dst]["rack"],
-            "bytes": message["bytes"], "start_s": round(message["start"] - self.t0, 4),
-            "end_s": round(message["end"] - self.t0, 4)})
+        self.flows_log.write(
+            {
+                "task_id": message["task_id"],
+                "attempt": message["attempt"],
+                "kind": message["kind"],
+                "src_host": src,
+                "dst_host": dst,
+                "src_rack": self.hosts[src]["rack"],
+                "dst_rack": self.hosts[dst]["rack"],
+                "bytes": message["bytes"],
+                "start_s": round(message["start"] - self.t0, 4),
+                "end_s": round(message["end"] - self.t0, 4),
+            }
+        )
 
     def _write_progress(self, total: int, final: bool = False) -> None:
-        write_progress(self.out_dir, Progress(
-            len(self.core.finished), total, round(self._now(), 1),
-            sum(len(h.running) for h in self.cluster.hosts.values()),
-            sorted(n for n, h in self.cluster.hosts.items() if not h.alive), final))
+        write_progress(
+            self.out_dir,
+            Progress(
+                len(self.core.finished),
+                total,
+                round(self._now(), 1),
+                sum(len(h.running) for h in self.cluster.hosts.values()),
+                sorted(n for n, h in self.cluster.hosts.items() if not h.alive),
+                final,
+            ),
+        )
 
 
 def _output_dir(task: Task) -> str:

@@ -5,6 +5,7 @@ path), ocs_events.csv, preemptions.csv and allocation.csv as the simulation goes
 second of wall-clock time), plan.csv, and summary.json at the end, also when the run fails. Times are
 simulated seconds.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,10 +39,19 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
     out_dir.mkdir(parents=True, exist_ok=False)
     (out_dir / "scenario.json").write_text(scenario.model_dump_json(indent=2))
     specs = build_workload(scenario)
-    logs = ResultLogs(*(CsvLog(out_dir / name, fields, FLUSH_INTERVAL_S) for name, fields in (
-        ("jobs.csv", JOB_FIELDS), ("tasks.csv", TASK_FIELDS), ("flows.csv", FLOW_PATH_FIELDS),
-        ("ocs_events.csv", OCS_EVENT_FIELDS), ("preemptions.csv", ACTION_FIELDS))),
-                      AllocationTimeline(out_dir / "allocation.csv"))
+    logs = ResultLogs(
+        *(
+            CsvLog(out_dir / name, fields, FLUSH_INTERVAL_S)
+            for name, fields in (
+                ("jobs.csv", JOB_FIELDS),
+                ("tasks.csv", TASK_FIELDS),
+                ("flows.csv", FLOW_PATH_FIELDS),
+                ("ocs_events.csv", OCS_EVENT_FIELDS),
+                ("preemptions.csv", ACTION_FIELDS),
+            )
+        ),
+        AllocationTimeline(out_dir / "allocation.csv"),
+    )
     simulation = Simulation(scenario, logs)
     status, started = "failed", time.perf_counter()
     planning_s = 0.0
@@ -60,10 +70,19 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
         write_plan(out_dir, simulation.policy.plan_rows())  # again: per-job plans made as jobs arrived
         summarize(out_dir, len(specs), status)
         flows = simulation.flows
-        add_uplink_totals(out_dir, round(flows.eps_uplink_bytes), round(flows.ocs_uplink_bytes), len(simulation.ocs.events))
+        add_uplink_totals(
+            out_dir, round(flows.eps_uplink_bytes), round(flows.ocs_uplink_bytes), len(simulation.ocs.events)
+        )
         summary_path = out_dir / "summary.json"
         summary = json.loads(summary_path.read_text())
-        summary.update({"backend": "simulation", "simulated_s": simulation.now, "events": simulation.events,
-                        "planning_wall_s": round(planning_s, 3), "wall_s": round(time.perf_counter() - started, 3)})
+        summary.update(
+            {
+                "backend": "simulation",
+                "simulated_s": simulation.now,
+                "events": simulation.events,
+                "planning_wall_s": round(planning_s, 3),
+                "wall_s": round(time.perf_counter() - started, 3),
+            }
+        )
         summary_path.write_text(json.dumps(summary, indent=2))
     return summary

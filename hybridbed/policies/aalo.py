@@ -9,6 +9,7 @@ starts, and counting it then keeps a decision's cost to the job's stages, not it
 No deadlines, no preemption; a job's runnable stages go breadth-first, the first task that fits the host's
 cores and memory starts, as in the Tez baselines.
 """
+
 from __future__ import annotations
 
 import math
@@ -58,5 +59,6 @@ class AaloPolicy(StageOrderPolicy):
         return min(p.queues - 1, 1 + int(math.log(service / p.first_queue_core_s, p.multiplier)))
 
     def job_order(self, cluster: ClusterState) -> list[Job]:
-        return sorted(cluster.launchable.values(),
-                      key=lambda j: (self.queue_of(j, cluster), j.spec.arrival_s, j.job_id))
+        return sorted(
+            cluster.launchable.values(), key=lambda j: (self.queue_of(j, cluster), j.spec.arrival_s, j.job_id)
+        )

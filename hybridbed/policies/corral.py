@@ -1,6 +1,7 @@
 """Corral (Jalaparti et al., SIGCOMM'15) on the hybrid network: recurring jobs planned offline onto few
 racks each, their input placed there and their tasks confined there; ad-hoc jobs run by Fair on
 whatever the plan leaves free. The planner and its latency model are in `planning.corral`."""
+
 from __future__ import annotations
 
 from pydantic import Field
@@ -13,9 +14,13 @@ from hybridbed.scheduler.policy import PolicyParams
 
 
 class CorralParams(PolicyParams):
-    patience: int = Field(default=20, ge=1, description="the planner stops after this many rounds of growing jobs "
-                          "without a better plan (hybridbed's bound on planning time; Corral grows until every job "
-                          "spans the cluster)")
+    patience: int = Field(
+        default=20,
+        ge=1,
+        description="the planner stops after this many rounds of growing jobs "
+        "without a better plan (hybridbed's bound on planning time; Corral grows until every job "
+        "spans the cluster)",
+    )
 
 
 class CorralPolicy(PlannedPolicy):

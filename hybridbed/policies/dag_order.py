@@ -11,6 +11,7 @@ a job whose next tasks do not fit lets the next job's through.
 - `random`: jobs and stages in random order (from the policy's seed).
 A root stage's task is the best located one for the host (node, then rack, then any).
 """
+
 from __future__ import annotations
 
 import random
@@ -23,6 +24,7 @@ from hybridbed.scheduler.policy import Policy, PolicyParams
 
 class StageOrderPolicy(Policy):
     """Jobs first in, first out; each job's runnable stages by `ranks` (lowest first)."""
+
     default_slowstart = 1.0
 
     def __init__(self, **params: object) -> None:

@@ -31,6 +31,7 @@ of the cluster (DRF) or one slot's share (slots); when the most deprived group's
 share of the cluster), the choice is made among its tasks only. A group with nothing to run is reset
 to zero (deficit round robin), so it cannot bank credit while idle. The paper gives no κ; 0.1 here.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -69,16 +70,30 @@ def job_dag(job: Job, capacity: Resources) -> nx.DiGraph:
 
 
 class DagpsParams(PolicyParams):
-    srpt_weight: float = Field(default=0.2, ge=0, description="m in eta = m mean(priScore pScore)/mean(srpt) (§8.5: 0.2)")
-    remote_penalty: float = Field(default=0.2, ge=0, lt=1, description="1 - rp for a root task reading remotely "
-                                  "(the paper's rp = 0.8)")
-    unfairness: float = Field(default=0.1, gt=0, description="kappa, the deficit that restricts a choice to the most "
-                              "deprived group (the paper gives none; hybridbed's 0.1)")
+    srpt_weight: float = Field(
+        default=0.2, ge=0, description="m in eta = m mean(priScore pScore)/mean(srpt) (§8.5: 0.2)"
+    )
+    remote_penalty: float = Field(
+        default=0.2, ge=0, lt=1, description="1 - rp for a root task reading remotely (the paper's rp = 0.8)"
+    )
+    unfairness: float = Field(
+        default=0.1,
+        gt=0,
+        description="kappa, the deficit that restricts a choice to the most "
+        "deprived group (the paper gives none; hybridbed's 0.1)",
+    )
     fairness: Literal["drf", "slots"] = Field(default="drf", description="how a task's share of the cluster is counted")
-    step: float = Field(default=DEFAULT_STEP, gt=0, le=1, description="the (l, f) grid's step of BuildSchedule's "
-                        "candidate troublesome sets (planning.dagps)")
-    space_hosts: int | None = Field(default=None, ge=1, description="machines of the resource-time space (default: "
-                                    "the cluster's hosts; the paper leaves it open)")
+    step: float = Field(
+        default=DEFAULT_STEP,
+        gt=0,
+        le=1,
+        description="the (l, f) grid's step of BuildSchedule's candidate troublesome sets (planning.dagps)",
+    )
+    space_hosts: int | None = Field(
+        default=None,
+        ge=1,
+        description="machines of the resource-time space (default: the cluster's hosts; the paper leaves it open)",
+    )
 
 
 class DagpsPolicy(Policy):
@@ -108,8 +123,14 @@ class DagpsPolicy(Policy):
             dag = job_dag(job, next(iter(cluster.hosts.values())).capacity)
             schedule = build_schedule(dag, machines, self.params.step)
             bounds = lower_bounds(dag, machines)
-            row = {"machines": machines, "planned_s": schedule.makespan, "cp_len_s": bounds.cp_len,
-                   "t_work_s": bounds.t_work, "mod_cp_s": bounds.mod_cp, "new_lb_s": bounds.new_lb}
+            row = {
+                "machines": machines,
+                "planned_s": schedule.makespan,
+                "cp_len_s": bounds.cp_len,
+                "t_work_s": bounds.t_work,
+                "mod_cp_s": bounds.mod_cp,
+                "new_lb_s": bounds.new_lb,
+            }
             self._planned[key] = (schedule.pri_scores(), {k: round(v, 3) for k, v in row.items()}, job.job_id)
         pri_scores, row, planned_for = self._planned[key]
         self._pri[job.job_id] = pri_scores
@@ -154,8 +175,10 @@ class DagpsPolicy(Policy):
             offers = [cluster.best_in_stage(job, s, host) for s in fitting]
             # the job's next task in its schedule: over the offers, and the first task of each stage that
             # does not fit here (not worth finding its best located task)
-            first = max([pri[(t.stage, t.index)] for t, _ in offers] +
-                        [pri[(s, waiting[s].first().index)] for s in runnable if s not in fitting])
+            first = max(
+                [pri[(t.stage, t.index)] for t, _ in offers]
+                + [pri[(s, waiting[s].first().index)] for s in runnable if s not in fitting]
+            )
             srpt = self._work.of(job.job_id, cluster.pending[job.job_id], host.capacity)
             for task, remote in offers:
                 if not cluster.source_has_room(task, host):

@@ -3,6 +3,7 @@ policy: the job with the lowest dominant share of cores and memory is offered th
 first, with Fair's delay scheduling for maps. Like YARN it allocates only cores and memory: disk and
 network bandwidth are whatever the tasks get when they run (the Tetris paper's DRF baseline).
 """
+
 from __future__ import annotations
 
 from hybridbed.policies.fair import FairPolicy

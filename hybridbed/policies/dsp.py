@@ -35,6 +35,7 @@ preempt for a child whose parents are not done, which starts early and waits for
 A task started early that waits for a suspended parent on its host gives its cores back to it (else the
 two would wait for each other).
 """
+
 from __future__ import annotations
 
 import math
@@ -66,13 +67,17 @@ class JobInfo:
 @dataclass
 class Budget:
     """What a host can give a preempting task in this round: free cores, memory, containers."""
+
     cores: float
     memory_mb: float
     slots: int
 
     def admits(self, task: Task, freed_cores: float = 0.0) -> bool:
-        return (self.cores + freed_cores >= task.demand.cores - 1e-9 and self.memory_mb >= task.demand.memory_mb - 1e-9
-                and self.slots >= 1)
+        return (
+            self.cores + freed_cores >= task.demand.cores - 1e-9
+            and self.memory_mb >= task.demand.memory_mb - 1e-9
+            and self.slots >= 1
+        )
 
     def take(self, task: Task, freed_cores: float = 0.0) -> None:
         self.cores += freed_cores - task.demand.cores
@@ -83,26 +88,46 @@ class Budget:
 class DspParams(PolicyParams):
     period_s: float = Field(default=60.0, gt=0, description="the unit period a plan covers (§III; hybridbed's choice)")
     epoch_s: float = Field(default=2.0, gt=0, description="how often Alg. 1 runs (§IV; hybridbed's choice)")
-    milp_time_limit_s: float = Field(default=5.0, ge=0, description="HiGHS's time limit on a period's MILP (0: list "
-                                     "scheduling only)")
+    milp_time_limit_s: float = Field(
+        default=5.0, ge=0, description="HiGHS's time limit on a period's MILP (0: list scheduling only)"
+    )
     buckets: int = Field(default=12, gt=0, description="time slots of the time-indexed MILP")
-    delta: float = Field(default=0.35, gt=0, le=1, description="δ, the share of waiting tasks that may preempt by the "
-                         "normalised rule (Table II: 0.35)")
-    tau_periods: float = Field(default=0.05, ge=0, description="τ in unit periods: a task waiting this long preempts "
-                               "(§IV's 0.05, read in periods)")
-    rho: float = Field(default=2.0, ge=1, description="ρ, the normalised rule's bound over the mean priority gap "
-                       "(the paper leaves it open; hybridbed's 2)")
+    delta: float = Field(
+        default=0.35,
+        gt=0,
+        le=1,
+        description="δ, the share of waiting tasks that may preempt by the normalised rule (Table II: 0.35)",
+    )
+    tau_periods: float = Field(
+        default=0.05,
+        ge=0,
+        description="τ in unit periods: a task waiting this long preempts (§IV's 0.05, read in periods)",
+    )
+    rho: float = Field(
+        default=2.0,
+        ge=1,
+        description="ρ, the normalised rule's bound over the mean priority gap "
+        "(the paper leaves it open; hybridbed's 2)",
+    )
     gamma: float = Field(default=priorities_model.GAMMA, gt=0, lt=1, description="γ of Eq. 12 (the paper's 0.5)")
-    omega: tuple[float, float, float] = Field(default=priorities_model.OMEGA, description="ω of Eq. 13 (Table II: "
-                                              "0.5 / 0.3 / 0.2)")
-    epsilon_s: float | None = Field(default=None, description="ε: a task with less allowable wait is urgent "
-                                    "(default: one epoch)")
-    default_slack: float = Field(default=2.0, gt=0, description="a job without a deadline gets this many critical "
-                                 "paths")
-    production_slack: float = Field(default=2.0, gt=0, description="Natjam: a job with a deadline within this many "
-                                    "critical paths is production")
-    plan_tasks: int = Field(default=400, gt=0, description="the oldest pending tasks a plan holds (the paper's jobs of "
-                            "thousands of tasks are beyond any MILP)")
+    omega: tuple[float, float, float] = Field(
+        default=priorities_model.OMEGA, description="ω of Eq. 13 (Table II: 0.5 / 0.3 / 0.2)"
+    )
+    epsilon_s: float | None = Field(
+        default=None, description="ε: a task with less allowable wait is urgent (default: one epoch)"
+    )
+    default_slack: float = Field(
+        default=2.0, gt=0, description="a job without a deadline gets this many critical paths"
+    )
+    production_slack: float = Field(
+        default=2.0, gt=0, description="Natjam: a job with a deadline within this many critical paths is production"
+    )
+    plan_tasks: int = Field(
+        default=400,
+        gt=0,
+        description="the oldest pending tasks a plan holds (the paper's jobs of "
+        "thousands of tasks are beyond any MILP)",
+    )
 
 
 class SrptParams(DspParams):
@@ -147,8 +172,12 @@ class DspPolicy(Policy):
         graph = nx.DiGraph()
         graph.add_nodes_from(range(len(job.stages)))
         graph.add_edges_from((p, i) for i, stage in enumerate(job.stages) for p in stage.parents)
-        self._info[job.job_id] = JobInfo(deadline, stage_levels(job), [nx.ancestors(graph, i) for i in graph],
-                                         deadline - spec.arrival_s <= self.params.production_slack * path)
+        self._info[job.job_id] = JobInfo(
+            deadline,
+            stage_levels(job),
+            [nx.ancestors(graph, i) for i in graph],
+            deadline - spec.arrival_s <= self.params.production_slack * path,
+        )
         self._replan = True
 
     def _plan(self, cluster: ClusterState, use_milp: bool) -> None:
@@ -162,18 +191,41 @@ class DspPolicy(Policy):
             groups = {t.stage for t in pending}
             for task in pending:
                 parents = job.stages[task.stage].parents
-                ready = max([now] + [self._expected_end(s, now) for p in parents for s in job.stages[p].tasks
-                                     if s.state in (TaskState.RUNNING, TaskState.SUSPENDED)])
-                tasks.append(PlanTask(task.task_id, job.job_id, f"{job.job_id}/{task.stage}",
-                                      tuple(f"{job.job_id}/{p}" for p in parents if p in groups),
-                                      expected_duration_s(task), task.demand.cores, ready, info.deadline_s))
+                ready = max(
+                    [now]
+                    + [
+                        self._expected_end(s, now)
+                        for p in parents
+                        for s in job.stages[p].tasks
+                        if s.state in (TaskState.RUNNING, TaskState.SUSPENDED)
+                    ]
+                )
+                tasks.append(
+                    PlanTask(
+                        task.task_id,
+                        job.job_id,
+                        f"{job.job_id}/{task.stage}",
+                        tuple(f"{job.job_id}/{p}" for p in parents if p in groups),
+                        expected_duration_s(task),
+                        task.demand.cores,
+                        ready,
+                        info.deadline_s,
+                    )
+                )
                 keyed[task.task_id] = task
         self._beyond_plan = len(tasks) > self.params.plan_tasks
-        tasks = tasks[:self.params.plan_tasks]  # the oldest jobs' tasks, parents before children
+        tasks = tasks[: self.params.plan_tasks]  # the oldest jobs' tasks, parents before children
         keyed = {t.key: keyed[t.key] for t in tasks}
-        hosts = [PlanHost(h.name, h.capacity.cores, h.slots,
-                          tuple((self._expected_end(t, now), t.allocation.cores) for t in h.running.values()))
-                 for h in cluster.hosts.values() if h.alive]
+        hosts = [
+            PlanHost(
+                h.name,
+                h.capacity.cores,
+                h.slots,
+                tuple((self._expected_end(t, now), t.allocation.cores) for t in h.running.values()),
+            )
+            for h in cluster.hosts.values()
+            if h.alive
+        ]
         schedule = plan(tasks, hosts, now, self.params.milp_time_limit_s if use_milp else 0.0, self.params.buckets)
         self._order = sorted(keyed.values(), key=lambda t: (schedule.starts[t.task_id][1], t.task_id))
         self._queues = {}
@@ -181,11 +233,17 @@ class DspPolicy(Policy):
             self._queues.setdefault(schedule.starts[task.task_id][0], []).append(task)
         if use_milp:
             milp = schedule.milp_objective
-            self._periods.append({"time_s": round(now, 3), "tasks": len(tasks), "solver": schedule.solver,
-                                  "objective_s": round(schedule.objective, 3),
-                                  "list_objective_s": round(schedule.list_objective, 3),
-                                  "milp_objective_s": "" if milp is None else round(milp, 3),
-                                  "wall_s": round(time.perf_counter() - started, 3)})
+            self._periods.append(
+                {
+                    "time_s": round(now, 3),
+                    "tasks": len(tasks),
+                    "solver": schedule.solver,
+                    "objective_s": round(schedule.objective, 3),
+                    "list_objective_s": round(schedule.list_objective, 3),
+                    "milp_objective_s": "" if milp is None else round(milp, 3),
+                    "wall_s": round(time.perf_counter() - started, 3),
+                }
+            )
 
     def _planned_pending(self) -> int:
         return sum(1 for t in self._order if t.state is TaskState.PENDING)
@@ -251,8 +309,9 @@ class DspPolicy(Policy):
             return []  # nothing to resume, and no epoch yet: every round of a large cluster asks
         actions: list[Preemption] = []
         self._acted = set()
-        budgets = {h.name: Budget(h.free.cores, h.free.memory_mb, h.free_slots) for h in cluster.hosts.values()
-                   if h.alive}
+        budgets = {
+            h.name: Budget(h.free.cores, h.free.memory_mb, h.free_slots) for h in cluster.hosts.values() if h.alive
+        }
         for name in sorted({t.host for t in self._held.values()}):
             if name in budgets:
                 actions += self._resume(cluster.hosts[name], cluster, budgets[name])
@@ -268,8 +327,9 @@ class DspPolicy(Policy):
     def _resume(self, host: HostState, cluster: ClusterState, budget: Budget) -> list[Preemption]:
         """Suspended tasks go on, oldest suspension first, when the host has their cores and nothing promised;
         one that a task started early on this host waits for takes that task's cores."""
-        suspended = sorted((t for t in host.running.values() if t.state is TaskState.SUSPENDED),
-                           key=lambda t: t.suspended_s)
+        suspended = sorted(
+            (t for t in host.running.values() if t.state is TaskState.SUSPENDED), key=lambda t: t.suspended_s
+        )
         if not suspended or self._promised.get(host.name):
             return []
         actions = []
@@ -277,9 +337,14 @@ class DspPolicy(Policy):
             cores = task.demand.cores
             if budget.cores < cores - 1e-9:
                 stages = cluster.jobs[task.job_id].stages
-                waiting = [r for r in host.running.values()
-                           if r.state is TaskState.RUNNING and r.task_id not in self._acted
-                           and r.job_id == task.job_id and task.stage in stages[r.stage].parents]
+                waiting = [
+                    r
+                    for r in host.running.values()
+                    if r.state is TaskState.RUNNING
+                    and r.task_id not in self._acted
+                    and r.job_id == task.job_id
+                    and task.stage in stages[r.stage].parents
+                ]
                 for dependent in waiting:
                     self._acted.add(dependent.task_id)
                     actions.append(Preemption(dependent, "suspend"))
@@ -294,23 +359,35 @@ class DspPolicy(Policy):
 
     def _waiting(self, host: HostState, cluster: ClusterState) -> list[Task]:
         """The host's queued tasks that could start but for its resources."""
-        return [t for t in self._queues.get(host.name, []) if t.state is TaskState.PENDING
-                and t.job_id in cluster.jobs and self._may_preempt_for(cluster.jobs[t.job_id], t.stage, cluster)]
+        return [
+            t
+            for t in self._queues.get(host.name, [])
+            if t.state is TaskState.PENDING
+            and t.job_id in cluster.jobs
+            and self._may_preempt_for(cluster.jobs[t.job_id], t.stage, cluster)
+        ]
 
     def _may_preempt_for(self, job: Job, stage: int, cluster: ClusterState) -> bool:
         """Whether a waiting task of this stage may take a running task's place: DSP's, once its parents are done."""
         return cluster.dependencies_met(job, stage)
 
-    def _preempt_on(self, host: HostState, cluster: ClusterState, budgets: dict[str, Budget],
-                    priorities: _Priorities) -> list[Preemption]:
+    def _preempt_on(
+        self, host: HostState, cluster: ClusterState, budgets: dict[str, Budget], priorities: _Priorities
+    ) -> list[Preemption]:
         """Alg. 1 on one host, for the waiting tasks of its queue that no host has room for now (where some
         host has, dispatch starts them there)."""
         budget = budgets[host.name]
         waiting = [t for t in self._waiting(host, cluster) if not any(b.admits(t) for b in budgets.values())]
         if not waiting:
             return []
-        running = [t for t in host.running.values() if t.state is TaskState.RUNNING and t.task_id not in self._acted
-                   and cluster.now >= self._quiet_until.get(t.task_id, 0.0) and self._preemptable(t, priorities)]
+        running = [
+            t
+            for t in host.running.values()
+            if t.state is TaskState.RUNNING
+            and t.task_id not in self._acted
+            and cluster.now >= self._quiet_until.get(t.task_id, 0.0)
+            and self._preemptable(t, priorities)
+        ]
         victims = sorted(running, key=lambda t: (priorities.of(t), t.task_id))
         actions: list[Preemption] = []
         for task, victim in self._choose(waiting, victims, priorities):
@@ -347,7 +424,7 @@ class DspPolicy(Policy):
                     chosen.add(task.task_id)
                     yield task, victim
         gap = priorities.mean_gap()
-        for task in waiting[:math.ceil(self.params.delta * len(waiting))]:
+        for task in waiting[: math.ceil(self.params.delta * len(waiting))]:
             if task.task_id in chosen:
                 continue
             victim = first_victim(task)
@@ -416,8 +493,9 @@ class NatjamPolicy(_BaselinePreemption):
         return (-task.demand.cores, -self._info[task.job_id].deadline_s, priorities.remaining_s(task))
 
     def _choose(self, waiting: list[Task], victims: list[Task], priorities: _Priorities):
-        research = sorted((v for v in victims if not self._info[v.job_id].production),
-                          key=lambda t: self.rank(t, priorities))
+        research = sorted(
+            (v for v in victims if not self._info[v.job_id].production), key=lambda t: self.rank(t, priorities)
+        )
         for task in waiting:
             if self._info[task.job_id].production and research:
                 yield task, research.pop(0)
@@ -486,11 +564,15 @@ class _Priorities:
             dag.add_node(task.task_id, duration=expected_duration_s(task))
         for task in unfinished.values():
             for parent in job.stages[task.stage].parents:
-                dag.add_edges_from((s.task_id, task.task_id) for s in job.stages[parent].tasks
-                                   if s.task_id in unfinished)
+                dag.add_edges_from(
+                    (s.task_id, task.task_id) for s in job.stages[parent].tasks if s.task_id in unfinished
+                )
         remaining = {k: self.remaining_s(t) for k, t in unfinished.items()}
         waited = {k: self.waited_s(t) for k, t in unfinished.items()}
         deadline = self.policy._info[job_id].deadline_s
-        self._priority.update(priorities_model.priorities(dag, self.now, deadline, remaining, waited,
-                                                          self.policy.params.gamma, self.policy.params.omega))
+        self._priority.update(
+            priorities_model.priorities(
+                dag, self.now, deadline, remaining, waited, self.policy.params.gamma, self.policy.params.omega
+            )
+        )
         self._allowable.update(priorities_model.allowable_waits(dag, self.now, deadline, remaining))

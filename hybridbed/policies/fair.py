@@ -9,6 +9,7 @@ released them, and only when the job has no map to start there: reducers that to
 of pending maps would sit idle waiting for those maps (the MapReduce AM limits their ramp-up for the
 same reason).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable

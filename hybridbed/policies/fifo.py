@@ -1,4 +1,5 @@
 """FIFO: jobs in arrival order; the oldest job with a task that fits the host takes the container."""
+
 from __future__ import annotations
 
 from hybridbed.scheduler.cluster import ClusterState, HostState

@@ -13,6 +13,7 @@
   a shuffle-heavy ad-hoc job goes first. An ad-hoc job counts as shuffle-heavy when its input exceeds
   `adhoc_heavy_input_gb` (full-scale GB; the paper's 1 GB, from SWIM FB-2009/2010).
 """
+
 from __future__ import annotations
 
 import random
@@ -29,12 +30,21 @@ from hybridbed.scheduler.policy import PolicyParams
 
 
 class JobPackerParams(PolicyParams):
-    sub_batches: int = Field(default=5, ge=1, description="B, the sub-batches a batch of recurring jobs is planned "
-                             "in (§4.3.2; the paper's default)")
-    overprovision: float = Field(default=0.0, ge=0, description="extra containers a job's zone may take beyond its "
-                                 "plan, as a fraction (§4.3; 0: none)")
-    adhoc_heavy_input_gb: float = Field(default=1.0, ge=0, description="an ad-hoc job reading more (full-scale GB) "
-                                        "is shuffle-heavy (§4.4: 1 GB, from SWIM FB-2009/2010)")
+    sub_batches: int = Field(
+        default=5,
+        ge=1,
+        description="B, the sub-batches a batch of recurring jobs is planned in (§4.3.2; the paper's default)",
+    )
+    overprovision: float = Field(
+        default=0.0,
+        ge=0,
+        description="extra containers a job's zone may take beyond its plan, as a fraction (§4.3; 0: none)",
+    )
+    adhoc_heavy_input_gb: float = Field(
+        default=1.0,
+        ge=0,
+        description="an ad-hoc job reading more (full-scale GB) is shuffle-heavy (§4.4: 1 GB, from SWIM FB-2009/2010)",
+    )
     seed: int = Field(default=0, description="the planner's tie-breaking")
 
 
@@ -88,9 +98,10 @@ class JobPackerPolicy(PlannedPolicy):
                         if m.task_id not in reduce.fetched:
                             remaining[src][dst] += m.partition_for(reduce)
         threshold = self.network.elephant_bytes
-        return [[max(left, threshold) if left and total >= threshold else left
-                 for left, total in zip(left_row, total_row)]
-                for left_row, total_row in zip(remaining, aggregate)]
+        return [
+            [max(left, threshold) if left and total >= threshold else left for left, total in zip(left_row, total_row)]
+            for left_row, total_row in zip(remaining, aggregate)
+        ]
 
     # ad-hoc jobs ----------------------------------------------------------------------------------
     def adhoc_task(self, host: HostState, cluster: ClusterState, jobs: list[Job]) -> Task | None:
@@ -98,9 +109,12 @@ class JobPackerPolicy(PlannedPolicy):
         heavy, light = [], []
         for job in jobs:
             (heavy if self._shuffle_heavy(job, heavy_input) else light).append(job)
-        busy_with_heavy = any(self._shuffle_heavy(cluster.jobs[t.job_id], heavy_input)
-                              for name in cluster.rack_hosts[host.rack]
-                              for t in cluster.hosts[name].running.values() if t.job_id in cluster.jobs)
+        busy_with_heavy = any(
+            self._shuffle_heavy(cluster.jobs[t.job_id], heavy_input)
+            for name in cluster.rack_hosts[host.rack]
+            for t in cluster.hosts[name].running.values()
+            if t.job_id in cluster.jobs
+        )
         first, second = (light, heavy) if busy_with_heavy else (heavy, light)
         return self.fair.pick(host, cluster, first) or self.fair.pick(host, cluster, second)
 

@@ -27,6 +27,7 @@ Baselines, on the same hosts:
 - `cpm` (critical-path method): the stage with the longest path of durations to its job's end first; a
   task starts where its full demand fits every rate the host has left (no oversharing).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -49,10 +50,10 @@ def rate_shares(demand: Resources, capacity: Resources) -> tuple[float, ...]:
     return tuple(getattr(demand, r) / getattr(capacity, r) if getattr(capacity, r) > 0 else 0.0 for r in SHARED)
 
 
-
 @dataclass
 class HostPlan:
     """This round's plan for a host: the tasks to start there and every task's fraction of its demand."""
+
     starts: list[Task]
     fractions: dict[str, float]
 
@@ -61,6 +62,7 @@ class HostPoolPolicy(Policy):
     """A policy that treats each host as a pool: each round it picks the tasks to start on every host, then
     shares the host's rates among those and the running ones; `shares` applies the new fractions (lower
     ones first, so every step fits) and `next_task` / `launch_share` start the picked tasks at theirs."""
+
     default_slowstart = 1.0
 
     def __init__(self, **params: object) -> None:
@@ -79,8 +81,10 @@ class HostPoolPolicy(Policy):
         best = cluster.best_in_stage(job, stage, host)[0]
         if best.task_id not in self._claimed:
             return best
-        return next((t for t in cluster.pending[job.job_id].stages[stage].tasks.values()
-                     if t.task_id not in self._claimed), None)
+        return next(
+            (t for t in cluster.pending[job.job_id].stages[stage].tasks.values() if t.task_id not in self._claimed),
+            None,
+        )
 
     def fractions(self, tasks: list[Task], host: HostState) -> list[float]:
         """Each task's fraction of its demand, for these tasks sharing the host."""
@@ -124,8 +128,9 @@ class HostPoolPolicy(Policy):
 
     def _forget_finished(self, cluster: ClusterState) -> None:
         """Drop the fractions of tasks no longer running (their jobs' bookkeeping is the core's)."""
-        self._fraction = {k: f for k, f in self._fraction.items()
-                          if any(k in h.running for h in cluster.hosts.values())}
+        self._fraction = {
+            k: f for k, f in self._fraction.items() if any(k in h.running for h in cluster.hosts.values())
+        }
 
     def job_arrived(self, job: Job, cluster: ClusterState) -> None:
         self._forget_finished(cluster)
@@ -143,8 +148,9 @@ def candidates_fitting(host: HostState, tasks: list[Task | None]) -> list[Task]:
 
 
 class MrPotsParams(PolicyParams):
-    lookahead_s: float = Field(default=1.0, ge=0, description="DRP's look-ahead rule (Alg. 2): one slot, here one "
-                               "heartbeat")
+    lookahead_s: float = Field(
+        default=1.0, ge=0, description="DRP's look-ahead rule (Alg. 2): one slot, here one heartbeat"
+    )
 
 
 class MrPotsPolicy(HostPoolPolicy):
@@ -184,8 +190,15 @@ class MrPotsPolicy(HostPoolPolicy):
                 waiting = pending.stages[i].tasks if i in pending.stages else {}
                 if waiting:
                     free = i in runnable and any(k not in self._claimed for k in waiting)
-                    found.append(Candidate((job.job_id, i), dominant(shares), drp[i], free,
-                                           tuple((job.job_id, c) for c in stage.children)))
+                    found.append(
+                        Candidate(
+                            (job.job_id, i),
+                            dominant(shares),
+                            drp[i],
+                            free,
+                            tuple((job.job_id, c) for c in stage.children),
+                        )
+                    )
         return found
 
     def fractions(self, tasks: list[Task], host: HostState) -> list[float]:
@@ -202,8 +215,15 @@ class FifoLmPolicy(HostPoolPolicy):
         oldest = min(cluster.jobs.values(), key=lambda j: (j.spec.arrival_s, j.job_id))
         if oldest.job_id not in cluster.launchable:
             return []
-        return candidates_fitting(host, [next(filter(None, (self.unclaimed(cluster, oldest, s, host)
-                                                            for s in cluster.runnable_stages(oldest))), None)])
+        return candidates_fitting(
+            host,
+            [
+                next(
+                    filter(None, (self.unclaimed(cluster, oldest, s, host) for s in cluster.runnable_stages(oldest))),
+                    None,
+                )
+            ],
+        )
 
 
 class DrfqPolicy(HostPoolPolicy):
@@ -228,8 +248,13 @@ class DrfqPolicy(HostPoolPolicy):
         growing = {i for i in range(len(tasks)) if full[i] > 0}
         while growing:
             load = [sum(per_level[i][r] for i in growing) for r in range(len(SHARED))]
-            step = max(0.0, min([(1.0 - used[r]) / load[r] for r in range(len(SHARED)) if load[r] > 1e-12]
-                                + [full[i] - level[i] for i in growing]))
+            step = max(
+                0.0,
+                min(
+                    [(1.0 - used[r]) / load[r] for r in range(len(SHARED)) if load[r] > 1e-12]
+                    + [full[i] - level[i] for i in growing]
+                ),
+            )
             for i in growing:
                 level[i] += step
                 used = [u + step * x for u, x in zip(used, per_level[i])]
@@ -254,16 +279,26 @@ class CpmPolicy(HostPoolPolicy):
     def starts(self, host: HostState, cluster: ClusterState) -> list[Task]:
         free = list(rate_shares(host.free, host.capacity))
         cores, memory, slots = host.free.cores, host.free.memory_mb, host.free_slots
-        ranked = sorted(((self._paths[job.job_id][s], job.spec.arrival_s, job.job_id, s)
-                         for job in cluster.launchable.values() for s in cluster.runnable_stages(job)), reverse=True)
+        ranked = sorted(
+            (
+                (self._paths[job.job_id][s], job.spec.arrival_s, job.job_id, s)
+                for job in cluster.launchable.values()
+                for s in cluster.runnable_stages(job)
+            ),
+            reverse=True,
+        )
         chosen: list[Task] = []
         for _, _, job_id, stage in ranked:
             for task in cluster.pending[job_id].stages[stage].tasks.values():
                 if task.task_id in self._claimed or task in chosen:
                     continue
                 need = rate_shares(task.demand, host.capacity)
-                if (slots <= 0 or task.demand.cores > cores + 1e-9 or task.demand.memory_mb > memory + 1e-9
-                        or any(n > f + 1e-9 for n, f in zip(need, free))):
+                if (
+                    slots <= 0
+                    or task.demand.cores > cores + 1e-9
+                    or task.demand.memory_mb > memory + 1e-9
+                    or any(n > f + 1e-9 for n, f in zip(need, free))
+                ):
                     break  # a stage's tasks are alike: the next stage
                 chosen.append(task)
                 free = [f - n for f, n in zip(free, need)]

@@ -11,6 +11,7 @@ The plan gives each recurring job its map racks and reduce racks, and each rack 
   chosen by the subclass (Fair by default);
 - a job planned on a rack that has lost all its hosts is run like an ad-hoc job.
 """
+
 from __future__ import annotations
 
 import math

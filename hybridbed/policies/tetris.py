@@ -27,6 +27,7 @@ scheduler core holds it for every policy; Tetris checks it is free before choosi
 modelled: the ramp-up allowance of the resource tracker, the sources of a reducer's fetches, and
 placement-dependent demands (a map's network-in allotment is held even when it reads its block locally).
 """
+
 from __future__ import annotations
 
 import functools
@@ -47,6 +48,7 @@ from hybridbed.scheduler.transfers import expected_duration_s
 class Candidate:
     """A job's offer for the host: one of its stages (a stage's tasks share their demand; the best located
     one is picked once the stage is chosen)."""
+
     job: Job
     stage: int
     alignment: float
@@ -107,13 +109,23 @@ class RemainingWork:
 
 
 class TetrisParams(PolicyParams):
-    fairness: float = Field(default=0.25, ge=0, lt=1, description="f, the fairness knob (§3.4; 0.25 as the paper "
-                            "recommends): only the ceil((1 - f)|J|) jobs furthest below their share offer tasks")
-    barrier: float = Field(default=0.9, ge=0, le=1, description="b, the barrier knob (§3.5; the paper's 0.9; 1: no "
-                           "barrier hints)")
+    fairness: float = Field(
+        default=0.25,
+        ge=0,
+        lt=1,
+        description="f, the fairness knob (§3.4; 0.25 as the paper "
+        "recommends): only the ceil((1 - f)|J|) jobs furthest below their share offer tasks",
+    )
+    barrier: float = Field(
+        default=0.9, ge=0, le=1, description="b, the barrier knob (§3.5; the paper's 0.9; 1: no barrier hints)"
+    )
     srtf_weight: float = Field(default=1.0, ge=0, description="m in epsilon = m a/p (§3.3.2; the paper's m = 1)")
-    remote_penalty: float = Field(default=0.1, ge=0, lt=1, description="alignment x (1 - this) for a task that uses "
-                                  "resources elsewhere (§3.2: the paper's 10%)")
+    remote_penalty: float = Field(
+        default=0.1,
+        ge=0,
+        lt=1,
+        description="alignment x (1 - this) for a task that uses resources elsewhere (§3.2: the paper's 10%)",
+    )
     fair_share: Literal["drf", "slots"] = Field(default="drf", description="how a job's share is measured")
 
 
@@ -139,8 +151,9 @@ class TetrisPolicy(Policy):
         mean_alignment = sum(c.alignment for c in pool) / len(pool)
         mean_work = sum(c.remaining_work for c in pool) / len(pool)
         epsilon = self.params.srtf_weight * mean_alignment / mean_work if mean_work > 0 else 0.0
-        for best in sorted(pool, key=lambda c: (c.alignment - epsilon * c.remaining_work, -c.job.spec.arrival_s),
-                           reverse=True):
+        for best in sorted(
+            pool, key=lambda c: (c.alignment - epsilon * c.remaining_work, -c.job.spec.arrival_s), reverse=True
+        ):
             task = cluster.best_in_stage(best.job, best.stage, host)[0]
             if cluster.source_has_room(task, host):
                 return task
@@ -166,13 +179,16 @@ class TetrisPolicy(Policy):
                     continue
                 remote = cluster.reads_remotely(job, i, host)
                 promoted = job.stage_done[i] >= self.params.barrier * len(job.stages[i].tasks)
-                found.append(Candidate(job, i, value * (1 - self.params.remote_penalty) if remote else value, work, promoted))
+                found.append(
+                    Candidate(job, i, value * (1 - self.params.remote_penalty) if remote else value, work, promoted)
+                )
         return found
 
 
 class TetrisNoDependenciesPolicy(TetrisPolicy):
     """DSP's TetrisW/oDep baseline: Tetris blind to the DAG, so a stage's tasks may start as soon as their
     parent tasks have (they hold their containers waiting for the parents' outputs; each is a disorder)."""
+
     name = "tetris-nodep"
     summary = "Tetris without dependency handling: child stages start before their parents are done"
     respects_precedence = False

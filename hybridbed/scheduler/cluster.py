@@ -3,6 +3,7 @@ of the network they run on.
 
 The same state is kept by both backends (emulation and simulation); policies read it and never change it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from hybridbed.scheduler.transfers import remote_read_load
 @dataclass(frozen=True)
 class NetworkView:
     """The rates and OCS rules a planner may assume, in bytes/s and bytes at the run's scale."""
+
     eps_uplink_Bps: float  # one ToR's uplink to the EPS core
     ocs_Bps: float  # one OCS circuit; 0 when the network has no OCS
     elephant_bytes: float  # rack-pair demand below this stays on the EPS
@@ -134,8 +136,10 @@ class ClusterState:
 
     def dominant_fraction(self, demand: Resources) -> float:
         """The largest share of the live cluster's cores or memory that `demand` is."""
-        return max(demand.cores / self._capacity.cores if self._capacity.cores else 0.0,
-                   demand.memory_mb / self._capacity.memory_mb if self._capacity.memory_mb else 0.0)
+        return max(
+            demand.cores / self._capacity.cores if self._capacity.cores else 0.0,
+            demand.memory_mb / self._capacity.memory_mb if self._capacity.memory_mb else 0.0,
+        )
 
     def containers_per_rack(self) -> int:
         """Containers of the fullest rack: the planners' uniform-rack view of the cluster."""
@@ -171,9 +175,13 @@ class ClusterState:
         suspended = sum(1 for t in tasks if t.state is TaskState.SUSPENDED)
         cores = sum(h.capacity.cores for h in live)
         memory = sum(h.capacity.memory_mb for h in live)
-        return Allocation(len(tasks) - suspended, suspended, sum(len(p) for p in self.pending.values()),
-                          round(sum(h.used.cores for h in live) / cores, 4) if cores else 0.0,
-                          round(sum(h.used.memory_mb for h in live) / memory, 4) if memory else 0.0)
+        return Allocation(
+            len(tasks) - suspended,
+            suspended,
+            sum(len(p) for p in self.pending.values()),
+            round(sum(h.used.cores for h in live) / cores, 4) if cores else 0.0,
+            round(sum(h.used.memory_mb for h in live) / memory, 4) if memory else 0.0,
+        )
 
     def alive(self) -> set[str]:
         return {name for name, host in self.hosts.items() if host.alive}
@@ -253,8 +261,9 @@ class ClusterState:
         """Live hosts holding a map's input block, those in the rack of `host` (default: where the map
         runs) first; the first is the one the map reads from."""
         rack = self.rack_of[host or task.host]
-        return sorted((h for h in task.input_block.replicas if self.hosts[h].alive),
-                      key=lambda h: (self.rack_of[h] != rack, h))
+        return sorted(
+            (h for h in task.input_block.replicas if self.hosts[h].alive), key=lambda h: (self.rack_of[h] != rack, h)
+        )
 
     def read_source(self, task: Task, host: str) -> str | None:
         """The host a map started on `host` reads its block from; None when `host` holds it."""
@@ -266,9 +275,11 @@ class ClusterState:
     def best_map(self, job: Job, host: HostState) -> tuple[Task | None, Locality]:
         """The job's pending map with the best locality for this host."""
         pending = self.pending[job.job_id]
-        for level, task in ((Locality.NODE, pending.node_local(host.name)),
-                            (Locality.RACK, pending.rack_local(host.rack)),
-                            (Locality.OFF_RACK, pending.any_map())):
+        for level, task in (
+            (Locality.NODE, pending.node_local(host.name)),
+            (Locality.RACK, pending.rack_local(host.rack)),
+            (Locality.OFF_RACK, pending.any_map()),
+        ):
             if task is not None:
                 return task, level
         return None, Locality.OFF_RACK

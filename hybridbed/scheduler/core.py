@@ -3,6 +3,7 @@
 It knows nothing of sockets, processes or time sources: a backend (the emulation's scheduler process,
 or the flow-level simulator) feeds it events with their times and carries out what it returns.
 """
+
 from __future__ import annotations
 
 import random
@@ -34,6 +35,7 @@ class Launch:
 class ShuffleNotice:
     """Tell a running task where the output of one of its parent tasks is (a later notice for the same
     parent supersedes it)."""
+
     consumer: Task
     source: Task
 
@@ -245,8 +247,10 @@ class SchedulerCore:
                 self._expect(task, TaskState.SUSPENDED, "resume")
                 held = self._suspended[task.task_id]
                 if not Resources(held.cores, 0).allocatable_in(host.free):
-                    raise PolicyError(f"policy {self.policy.name} resumes {task.task_id} on {host.name}, "
-                                      f"which has not {held.cores:g} cores free")
+                    raise PolicyError(
+                        f"policy {self.policy.name} resumes {task.task_id} on {host.name}, "
+                        f"which has not {held.cores:g} cores free"
+                    )
                 del self._suspended[task.task_id]
                 self._reallocate(task, job, host, held)
                 self._end_suspension(task)
@@ -265,11 +269,14 @@ class SchedulerCore:
             self._expect(task, TaskState.RUNNING, "change the share of")
             host = self.cluster.hosts[task.host]
             self._check_share_shape(task, task.allocation, new)
-            for name, wanted, room, capacity in zip(DIMENSIONS, new.vector(), host.room_for(task).vector(),
-                                                    host.capacity.vector()):
+            for name, wanted, room, capacity in zip(
+                DIMENSIONS, new.vector(), host.room_for(task).vector(), host.capacity.vector()
+            ):
                 if wanted < 0 or (name == "cores" or capacity > 0) and wanted > room + 1e-9:
-                    raise PolicyError(f"policy {self.policy.name} gives {task.task_id} {name} {wanted:g}; "
-                                      f"{room:g} are there for it on {host.name}")
+                    raise PolicyError(
+                        f"policy {self.policy.name} gives {task.task_id} {name} {wanted:g}; "
+                        f"{room:g} are there for it on {host.name}"
+                    )
             self._reallocate(task, self.cluster.jobs[task.job_id], host, new)
             done.append(TaskAction(task, task.attempt, task.host, "share", new))
         return done
@@ -277,10 +284,15 @@ class SchedulerCore:
     def _check_share_shape(self, task: Task, held: Resources, share: Resources) -> None:
         """A share changes a task's cores (never to none) and its rates; its memory and what it is served
         elsewhere stay as they are."""
-        if (share.memory_mb != held.memory_mb or share.net_out_mbps != held.net_out_mbps
-                or share.cores <= 0 < held.cores):
-            raise PolicyError(f"policy {self.policy.name} gives {task.task_id} {share}: a share changes cores "
-                              f"(above 0) and rates, not memory")
+        if (
+            share.memory_mb != held.memory_mb
+            or share.net_out_mbps != held.net_out_mbps
+            or share.cores <= 0 < held.cores
+        ):
+            raise PolicyError(
+                f"policy {self.policy.name} gives {task.task_id} {share}: a share changes cores "
+                f"(above 0) and rates, not memory"
+            )
 
     def _end_suspension(self, task: Task) -> None:
         """A suspended task runs again or is requeued: its time suspended counts as waiting."""
@@ -322,8 +334,13 @@ class SchedulerCore:
             new_sources, new_consumers = self._news.pop(job_id)
             stages = job.stages
             pairs = [(c, s) for c in new_consumers for s in job.sources_of(c) if s.state is TaskState.DONE]
-            pairs += [(c, s) for s in new_sources for child in stages[s.stage].children for c in stages[child].tasks
-                      if c.state in ON_HOST]
+            pairs += [
+                (c, s)
+                for s in new_sources
+                for child in stages[s.stage].children
+                for c in stages[child].tasks
+                if c.state in ON_HOST
+            ]
             for consumer, source in pairs:
                 if consumer.state not in ON_HOST or source.state is not TaskState.DONE:
                     continue

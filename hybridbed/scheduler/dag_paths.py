@@ -1,4 +1,5 @@
 """Paths through a job's stage DAG: levels and critical paths."""
+
 from __future__ import annotations
 
 from hybridbed.scheduler.model import Job

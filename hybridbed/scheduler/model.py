@@ -6,6 +6,7 @@ partition from every task of its parent stages (all-to-all, as a MapReduce shuff
 scatter-gather edge); MapReduce is the two-stage case (maps, then reducers). Byte counts are exact
 integers, split so that the partitions add up to the job's intermediate size.
 """
+
 from __future__ import annotations
 
 import enum
@@ -17,6 +18,7 @@ class Resources:
     """A multi-resource demand or capacity: cores and memory (what YARN allocates and the workers'
     cgroups enforce), and disk and network bandwidth in each direction (what a packing policy such as
     Tetris also allocates; 0 in a capacity means the dimension is not modelled)."""
+
     cores: float = 1.0
     memory_mb: float = 256.0
     disk_read_mbps: float = 0.0
@@ -25,13 +27,22 @@ class Resources:
     net_out_mbps: float = 0.0
 
     def vector(self) -> tuple[float, ...]:
-        return (self.cores, self.memory_mb, self.disk_read_mbps, self.disk_write_mbps, self.net_in_mbps,
-                self.net_out_mbps)
+        return (
+            self.cores,
+            self.memory_mb,
+            self.disk_read_mbps,
+            self.disk_write_mbps,
+            self.net_in_mbps,
+            self.net_out_mbps,
+        )
 
     def fits_in(self, free: Resources, capacity: Resources) -> bool:
         """The free resources hold the demand in every dimension the capacity models (cores and memory always)."""
-        return all(d <= f + 1e-9 for i, (d, f, c) in enumerate(zip(self.vector(), free.vector(), capacity.vector()))
-                   if i < 2 or c > 0)
+        return all(
+            d <= f + 1e-9
+            for i, (d, f, c) in enumerate(zip(self.vector(), free.vector(), capacity.vector()))
+            if i < 2 or c > 0
+        )
 
     def allocatable_in(self, capacity: Resources) -> bool:
         """Cores and memory fit: what the scheduler core checks, as YARN does, whatever the policy."""
@@ -47,6 +58,7 @@ class Resources:
 @dataclass(frozen=True)
 class Predicted:
     """What a planner is told about a recurring job before it runs (may differ from the actual job)."""
+
     arrival_s: float
     input_bytes: int
     shuffle_bytes: int
@@ -59,6 +71,7 @@ class StageSpec:
     stage (no parents) reads `input_bytes` from the distributed file system; a stage with children sends
     `output_bytes` on to them (split evenly among the child stages, each task fetching its share from
     every task of its parents), a stage without children writes them as the job's output."""
+
     name: str
     tasks: int
     compute_s: float
@@ -72,6 +85,7 @@ class StageSpec:
 class JobSpec:
     """One job as a workload describes it: a MapReduce job (`n_maps` maps feeding `n_reduces` reducers), or
     a DAG of `stages` (see `dag_spec`; the MapReduce fields then summarise it for planners and results)."""
+
     job_id: str
     arrival_s: float
     input_bytes: int
@@ -101,8 +115,9 @@ class JobSpec:
             if stage.input_bytes < 0 or stage.output_bytes < 0 or stage.compute_s < 0:
                 raise ValueError(f"{where}: input_bytes, output_bytes and compute_s must not be negative")
         if self.deadline_s is not None and self.deadline_s <= self.arrival_s:
-            raise ValueError(f"job {self.job_id}: deadline_s {self.deadline_s:g} is not after "
-                             f"arrival_s {self.arrival_s:g}")
+            raise ValueError(
+                f"job {self.job_id}: deadline_s {self.deadline_s:g} is not after arrival_s {self.arrival_s:g}"
+            )
         if self.n_maps < 1:
             raise ValueError(f"job {self.job_id}: n_maps must be at least 1, got {self.n_maps}")
         if self.n_reduces < 0:
@@ -117,16 +132,24 @@ class JobSpec:
         """The job's stages; a MapReduce job's are its maps and its reducers."""
         if self.stages:
             return self.stages
-        maps = StageSpec("m", self.n_maps, self.map_compute_s, (), self.input_bytes,
-                         self.shuffle_bytes if self.n_reduces else self.output_bytes, self.map_demand)
+        maps = StageSpec(
+            "m",
+            self.n_maps,
+            self.map_compute_s,
+            (),
+            self.input_bytes,
+            self.shuffle_bytes if self.n_reduces else self.output_bytes,
+            self.map_demand,
+        )
         if not self.n_reduces:
             return (maps,)
         reduces = StageSpec("r", self.n_reduces, self.reduce_compute_s, (0,), 0, self.output_bytes, self.reduce_demand)
         return maps, reduces
 
 
-def dag_spec(job_id: str, arrival_s: float, stages: tuple[StageSpec, ...], recurring: bool = False,
-             queue: str = "default") -> JobSpec:
+def dag_spec(
+    job_id: str, arrival_s: float, stages: tuple[StageSpec, ...], recurring: bool = False, queue: str = "default"
+) -> JobSpec:
     """A DAG job; its MapReduce fields summarise it (root stages as maps, the others as reducers)."""
     if not stages:
         raise ValueError(f"job {job_id}: a DAG needs at least one stage")
@@ -134,12 +157,19 @@ def dag_spec(job_id: str, arrival_s: float, stages: tuple[StageSpec, ...], recur
     roots = [s for s in stages if not s.parents]
     inner = [s for s in stages if s.parents]
     return JobSpec(
-        job_id, arrival_s, input_bytes=sum(s.input_bytes for s in roots),
+        job_id,
+        arrival_s,
+        input_bytes=sum(s.input_bytes for s in roots),
         shuffle_bytes=sum(s.output_bytes for i, s in enumerate(stages) if i in children),
         output_bytes=sum(s.output_bytes for i, s in enumerate(stages) if i not in children),
-        n_maps=sum(s.tasks for s in roots), n_reduces=sum(s.tasks for s in inner),
-        map_compute_s=max(s.compute_s for s in roots), reduce_compute_s=max((s.compute_s for s in inner), default=0.0),
-        recurring=recurring, stages=tuple(stages), queue=queue)
+        n_maps=sum(s.tasks for s in roots),
+        n_reduces=sum(s.tasks for s in inner),
+        map_compute_s=max(s.compute_s for s in roots),
+        reduce_compute_s=max((s.compute_s for s in inner), default=0.0),
+        recurring=recurring,
+        stages=tuple(stages),
+        queue=queue,
+    )
 
 
 class StageKind(str, enum.Enum):
@@ -157,6 +187,7 @@ class TaskState(str, enum.Enum):
 @dataclass(frozen=True)
 class Block:
     """One input block and the hosts holding its replicas."""
+
     block_id: str
     size_bytes: int
     replicas: tuple[str, ...]
@@ -302,16 +333,27 @@ def build_job(spec: JobSpec, default_demand: Resources) -> Job:
         per_task = {c: split_evenly(share, stage.tasks) for c, share in zip(children[i], shares)}
         final = [0] * stage.tasks if children[i] else split_evenly(stage.output_bytes, stage.tasks)
         kind = StageKind.REDUCE if stage.parents else StageKind.MAP
-        tasks = [Task(f"{spec.job_id}-{stage.name}{k}", spec.job_id, kind, k, stage.demand or default_demand,
-                      stage.compute_s, stage=i, output_bytes=final[k],
-                      partition_bytes={c: split_evenly(per_task[c][k], specs[c].tasks) for c in children[i]})
-                 for k in range(stage.tasks)]
+        tasks = [
+            Task(
+                f"{spec.job_id}-{stage.name}{k}",
+                spec.job_id,
+                kind,
+                k,
+                stage.demand or default_demand,
+                stage.compute_s,
+                stage=i,
+                output_bytes=final[k],
+                partition_bytes={c: split_evenly(per_task[c][k], specs[c].tasks) for c in children[i]},
+            )
+            for k in range(stage.tasks)
+        ]
         stages.append(Stage(stage.name, kind, tasks, list(stage.parents), children[i]))
     job = Job(spec, stages)
     for task in job.reduces:
         task.fetch_bytes = sum(source.partition_for(task) for source in job.sources_of(task))
-    block_sizes = [size for stage in specs if not stage.parents
-                   for size in split_evenly(stage.input_bytes, stage.tasks)]
+    block_sizes = [
+        size for stage in specs if not stage.parents for size in split_evenly(stage.input_bytes, stage.tasks)
+    ]
     for n, (task, size) in enumerate(zip(job.maps, block_sizes)):
         task.input_block = Block(f"{spec.job_id}-b{n}", size, ())
     return job
@@ -336,6 +378,7 @@ def locality_of(replicas: tuple[str, ...], host: str, rack_of: dict[str, int]) -
 class TaskAction:
     """A preemption or CPU share change the backend carries out on the task's host (the attempt and host
     as they were when decided: a killed task is already requeued as a new attempt)."""
+
     task: Task
     attempt: int
     host: str
@@ -347,6 +390,7 @@ class TaskAction:
 class Allocation:
     """What the scheduler has handed out at one moment: tasks running, suspended and pending, and the
     fractions of the live hosts' cores and memory allocated (allocation.csv)."""
+
     running_tasks: int
     suspended_tasks: int
     pending_tasks: int

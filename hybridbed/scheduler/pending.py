@@ -1,6 +1,7 @@
 """Pending tasks of one job, per stage, a root stage's indexed by where their input lives, so a policy
 finds a node-local or rack-local task in constant time however many tasks wait (15K pending tasks at a
 heartbeat is the YARN Fair/Tetris figure the scheduler must keep well under a millisecond)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable

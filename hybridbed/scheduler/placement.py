@@ -5,6 +5,7 @@ second on a host of another rack, the third on another host of the second replic
 rack when that rack has no other host). A policy may restrict the first replica to a set of racks
 (JobPacker's map racks, Corral's job racks).
 """
+
 from __future__ import annotations
 
 import random
@@ -13,8 +14,9 @@ from dataclasses import replace
 from hybridbed.scheduler.model import Job
 
 
-def choose_replicas(hosts_by_rack: dict[int, list[str]], rng: random.Random, replicas: int = 3,
-                    first_racks: list[int] | None = None) -> tuple[str, ...]:
+def choose_replicas(
+    hosts_by_rack: dict[int, list[str]], rng: random.Random, replicas: int = 3, first_racks: list[int] | None = None
+) -> tuple[str, ...]:
     racks = sorted(r for r, hosts in hosts_by_rack.items() if hosts)
     candidates = [r for r in (first_racks or racks) if hosts_by_rack.get(r)]
     if not candidates:
@@ -34,8 +36,15 @@ def choose_replicas(hosts_by_rack: dict[int, list[str]], rng: random.Random, rep
     return tuple(chosen)
 
 
-def place_job_input(job: Job, hosts_by_rack: dict[int, list[str]], rng: random.Random, replicas: int = 3,
-                    first_racks: list[int] | None = None) -> None:
+def place_job_input(
+    job: Job,
+    hosts_by_rack: dict[int, list[str]],
+    rng: random.Random,
+    replicas: int = 3,
+    first_racks: list[int] | None = None,
+) -> None:
     """Give every map's input block its replica hosts."""
     for task in job.maps:
-        task.input_block = replace(task.input_block, replicas=choose_replicas(hosts_by_rack, rng, replicas, first_racks))
+        task.input_block = replace(
+            task.input_block, replicas=choose_replicas(hosts_by_rack, rng, replicas, first_racks)
+        )

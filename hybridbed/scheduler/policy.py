@@ -22,6 +22,7 @@ The last three default to nothing, so policies that never preempt or share need 
 are done (each such start is a dependency-order violation, a disorder, counted per job). Policies register under
 the entry point group `hybridbed.policies`; a third-party package adds one without touching hybridbed.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ PREEMPTIONS = ("suspend", "resume", "kill")
 class Preemption:
     """Suspend a running task where it is (it keeps its container and memory), resume a suspended one, or
     kill one (it runs again from scratch, as a new attempt)."""
+
     task: Task
     action: str  # one of PREEMPTIONS
 
@@ -55,6 +57,7 @@ class Preemption:
 class Share:
     """A running task's new share of its host, applied while it runs: cores (its cgroup's quota) and the rates
     of its disk reads, disk writes and network fetches; its memory stays as it is."""
+
     task: Task
     allocation: Resources
 
@@ -62,13 +65,23 @@ class Share:
     def scaled(cls, task: Task, fraction: float) -> Share:
         """The task's demanded cores and rates times `fraction` (memory and what it is served elsewhere kept)."""
         d = task.demand
-        return cls(task, Resources(d.cores * fraction, d.memory_mb, d.disk_read_mbps * fraction,
-                                   d.disk_write_mbps * fraction, d.net_in_mbps * fraction, d.net_out_mbps))
+        return cls(
+            task,
+            Resources(
+                d.cores * fraction,
+                d.memory_mb,
+                d.disk_read_mbps * fraction,
+                d.disk_write_mbps * fraction,
+                d.net_in_mbps * fraction,
+                d.net_out_mbps,
+            ),
+        )
 
 
 class PolicyParams(BaseModel):
     """A policy's parameters, checked where they are declared (an unknown name is refused). Each policy
     with parameters declares its own subclass as `Params`; every field says where its default comes from."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 

@@ -7,6 +7,7 @@ rate (PARALLEL_FETCHES of them at a time), and output is written at the disk-wri
 means none was allocated: the transfer takes what it gets. The scenario's per-task cap, when set, also
 holds every network connection.
 """
+
 from __future__ import annotations
 
 from hybridbed.config.constants import PARALLEL_FETCHES

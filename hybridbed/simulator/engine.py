@@ -15,6 +15,7 @@ offers every free container to the policy; a task's end offers its host's contai
 Everything happens in a fixed order from the scenario's seed, so a run is reproducible to the byte (unless the
 policy itself looks at the wall clock: DSP's MILP stops at a time limit).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -52,6 +53,7 @@ class SimulationTimeout(RuntimeError):
 class ReduceFetches:
     """A running reduce attempt's shuffle: where each parent task's partition is, what is queued, in
     flight, fetched."""
+
     task: Task
     attempt: int
     n_sources: int
@@ -66,6 +68,7 @@ class ReduceFetches:
 class Compute:
     """A running task's compute: the work left (seconds at its full share), the pace it goes at (its share of
     its demanded cores; 0 while suspended), since when, and a token that outdates its scheduled end."""
+
     left_s: float
     pace: float
     since: float
@@ -122,8 +125,10 @@ class Simulation:
         while len(self.core.finished) < len(specs):
             t = min(self.now + self.flows.time_to_next_finish(), self._timed[0][0] if self._timed else np.inf)
             if t > self.scenario.max_duration_s:
-                raise SimulationTimeout(f"workload not done after max_duration_s={self.scenario.max_duration_s:g} "
-                                        f"simulated seconds ({len(self.core.finished)}/{len(specs)} jobs)")
+                raise SimulationTimeout(
+                    f"workload not done after max_duration_s={self.scenario.max_duration_s:g} "
+                    f"simulated seconds ({len(self.core.finished)}/{len(specs)} jobs)"
+                )
             self.flows.advance(t - self.now)
             self.now = t
             for flow in self.flows.pop_finished(t):
@@ -265,8 +270,11 @@ class Simulation:
             self._repace(task, lambda: self._paused.setdefault(task.task_id, self.flows.take_out(task)))
             self._suspensions[task.task_id] = self._suspensions.get(task.task_id, 0) + 1
         elif action.action == "resume":
-            self._at(self.now + self.scenario.workers.resume_overhead_s, "resumed",
-                     (task, action.attempt, self._suspensions[task.task_id]))
+            self._at(
+                self.now + self.scenario.workers.resume_overhead_s,
+                "resumed",
+                (task, action.attempt, self._suspensions[task.task_id]),
+            )
         elif action.action == "kill":
             self.flows.take_out(task)
             for running in (self._compute, self._paused, self._parts, self._stats, self._reduces, self._suspensions):
@@ -330,11 +338,24 @@ class Simulation:
             return
         src_rack, dst_rack = self.cluster.rack_of[flow.src], self.cluster.rack_of[flow.dst]
         if flow.kind == "shuffle" or flow.src != flow.dst:  # what the emulation's workers log: connections
-            path = "rack" if src_rack == dst_rack else path_by_ocs_share(flow.ocs_bytes / flow.size if flow.size else 0.0)
-            self.logs.flows.write({
-                "task_id": task.task_id, "attempt": flow.attempt, "kind": flow.kind, "src_host": flow.src,
-                "dst_host": flow.dst, "src_rack": src_rack, "dst_rack": dst_rack, "bytes": flow.size,
-                "start_s": round(flow.start_s, 6), "end_s": round(self.now, 6), "path": path})
+            path = (
+                "rack" if src_rack == dst_rack else path_by_ocs_share(flow.ocs_bytes / flow.size if flow.size else 0.0)
+            )
+            self.logs.flows.write(
+                {
+                    "task_id": task.task_id,
+                    "attempt": flow.attempt,
+                    "kind": flow.kind,
+                    "src_host": flow.src,
+                    "dst_host": flow.dst,
+                    "src_rack": src_rack,
+                    "dst_rack": dst_rack,
+                    "bytes": flow.size,
+                    "start_s": round(flow.start_s, 6),
+                    "end_s": round(self.now, 6),
+                    "path": path,
+                }
+            )
         if flow.kind == "input":
             self._part_done(task, flow.attempt)
             return

@@ -11,6 +11,7 @@ every transfer then also reads from its source's disk (a fifth link on its path)
 block or writing a task's output are transfers over the disk alone. Without it paths keep four links,
 and local reads and writes cost nothing.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,9 @@ NETWORK_LINKS = 4  # source NIC, two core links, destination NIC; then the sourc
 class FabricLinks:
     """Index and capacity of every link, and the links a transfer crosses."""
 
-    def __init__(self, fabric: FabricSpec, host_racks: dict[str, int], disk_read_mbps: float = 0.0,
-                 disk_write_mbps: float = 0.0):
+    def __init__(
+        self, fabric: FabricSpec, host_racks: dict[str, int], disk_read_mbps: float = 0.0, disk_write_mbps: float = 0.0
+    ):
         self.racks = fabric.racks
         self.ports = fabric.ocs_ports_per_tor if fabric.has_ocs else 0
         self.host_index = {name: i for i, name in enumerate(host_racks)}
@@ -50,10 +52,10 @@ class FabricLinks:
         self.path_links = NETWORK_LINKS + (1 if self.models_disk else 0)
         capacities = np.empty(self.none + 1)
         capacities[: 2 * hosts] = fabric.host_rate_mbps * MBPS_TO_BYTES_S
-        capacities[self._eps_up: self._ocs_up] = fabric.eps_uplink_mbps * MBPS_TO_BYTES_S
-        capacities[self._ocs_up: self._disk_read] = fabric.ocs_rate_mbps * MBPS_TO_BYTES_S
-        capacities[self._disk_read: self._disk_write] = disk_read_mbps * MBPS_TO_BYTES_S or np.inf
-        capacities[self._disk_write: self.none] = disk_write_mbps * MBPS_TO_BYTES_S or np.inf
+        capacities[self._eps_up : self._ocs_up] = fabric.eps_uplink_mbps * MBPS_TO_BYTES_S
+        capacities[self._ocs_up : self._disk_read] = fabric.ocs_rate_mbps * MBPS_TO_BYTES_S
+        capacities[self._disk_read : self._disk_write] = disk_read_mbps * MBPS_TO_BYTES_S or np.inf
+        capacities[self._disk_write : self.none] = disk_write_mbps * MBPS_TO_BYTES_S or np.inf
         capacities[self.none] = np.inf
         self.capacities = capacities
 
@@ -76,8 +78,10 @@ class FabricLinks:
         """The two links between racks a and b: the EPS uplink and downlink, or the circuit's two OCS ports."""
         if circuit is None:
             return self._eps_up + a, self._eps_down + b
-        return (self._ocs_up + circuit.src_rack * self.ports + circuit.src_port,
-                self._ocs_down + circuit.dst_rack * self.ports + circuit.dst_port)
+        return (
+            self._ocs_up + circuit.src_rack * self.ports + circuit.src_port,
+            self._ocs_down + circuit.dst_rack * self.ports + circuit.dst_port,
+        )
 
     def is_eps_uplink(self, link: np.ndarray) -> np.ndarray:
         return (link >= self._eps_up) & (link < self._eps_down)
@@ -118,8 +122,19 @@ class SimulatedOcs:
         serving = {(c.src_rack, c.dst_rack): c for c in sorted(target, reverse=True)}  # the lowest port wins
         self._lighting = {pair: serving[pair] for pair in steer}
         lit_at = now + self.spec.reconfig_delay_ms / 1000.0 if added else now
-        self.events.append(OcsEvent(len(self.events), "periodic", now, now, lit_at, lit_at, self.spec.reconfig_delay_ms,
-                                    configuration_as_list(self.circuits), configuration_as_list(target)))
+        self.events.append(
+            OcsEvent(
+                len(self.events),
+                "periodic",
+                now,
+                now,
+                lit_at,
+                lit_at,
+                self.spec.reconfig_delay_ms,
+                configuration_as_list(self.circuits),
+                configuration_as_list(target),
+            )
+        )
         self.circuits = target
         self.busy_until = lit_at
         return list(unsteer), lit_at

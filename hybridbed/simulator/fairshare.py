@@ -12,6 +12,7 @@ At the paper's scale a computation covers some 18,000 flow classes and runs tens
 times per run; a round is two passes over the unfrozen flows, so it is compiled (numba) rather
 than spelled as numpy array expressions, which would build a dozen temporaries per round.
 """
+
 from __future__ import annotations
 
 import numba
@@ -20,17 +21,20 @@ import numpy as np
 RELATIVE_TOLERANCE = 1e-9  # shares within this of each other count as equal
 
 
-def max_min_rates(paths: np.ndarray, capacities: np.ndarray, caps: np.ndarray,
-                  weights: np.ndarray | None = None) -> np.ndarray:
+def max_min_rates(
+    paths: np.ndarray, capacities: np.ndarray, caps: np.ndarray, weights: np.ndarray | None = None
+) -> np.ndarray:
     """Rates of F flows (each row may stand for `weights[i]` identical flows, which share its path and
     cap and each get the returned rate). `paths` is (F, K) link indices, padded with a link of infinite
     capacity; `capacities` holds every link's capacity; `caps` each flow's own limit (inf: none).
     A flow with neither a finite link nor a cap gets an infinite rate."""
     flows = paths.shape[0]
-    return _progressive_filling(np.ascontiguousarray(paths, dtype=np.int64),
-                                np.asarray(capacities, dtype=np.float64),
-                                np.asarray(caps, dtype=np.float64),
-                                np.ones(flows) if weights is None else np.asarray(weights, dtype=np.float64))
+    return _progressive_filling(
+        np.ascontiguousarray(paths, dtype=np.int64),
+        np.asarray(capacities, dtype=np.float64),
+        np.asarray(caps, dtype=np.float64),
+        np.ones(flows) if weights is None else np.asarray(weights, dtype=np.float64),
+    )
 
 
 @numba.njit(cache=True)

@@ -5,6 +5,7 @@ handful of vector operations over the flows in flight. Rates are recomputed only
 changed since the last computation: a flow started or ended, or a rack pair changed path. Flows with
 the same path and cap get the same rate, so the computation runs once per distinct (path, cap).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ FINISH_TOLERANCE_S = 1e-6  # flows this close to their end finish together (part
 class Flow:
     """One transfer: a map reading its input from another host, a reducer fetching a parent task's
     partition, or a task writing its output to its disk."""
+
     kind: str  # "input", "shuffle" or "write" (a task's output to its own disk, where disks are modelled)
     task: Task
     attempt: int
@@ -61,9 +63,15 @@ class FlowTable:
 
     def _grow_flows(self, rows: int) -> None:
         """Make room for `rows` flows, keeping the rows in use."""
-        for name, fill, dtype in (("cls", 0, np.int64), ("pair", -1, np.int64), ("start", 0.0, float),
-                                  ("remaining", 0.0, float), ("rate", 0.0, float), ("ocs", 0.0, float),
-                                  ("on_ocs", False, bool)):
+        for name, fill, dtype in (
+            ("cls", 0, np.int64),
+            ("pair", -1, np.int64),
+            ("start", 0.0, float),
+            ("remaining", 0.0, float),
+            ("rate", 0.0, float),
+            ("ocs", 0.0, float),
+            ("on_ocs", False, bool),
+        ):
             new = np.full(rows, fill, dtype=dtype)
             old = self.__dict__.get(name)
             if old is not None:
@@ -86,7 +94,9 @@ class FlowTable:
                 self._class_keys.append(key)
                 if cid == len(self.class_cap):
                     size = max(1024, 2 * cid)
-                    self.class_paths = np.concatenate([self.class_paths, np.full((size - cid, self.links.path_links), self.links.none)])
+                    self.class_paths = np.concatenate(
+                        [self.class_paths, np.full((size - cid, self.links.path_links), self.links.none)]
+                    )
                     for name in ("class_cap", "class_count", "class_rate"):
                         old = getattr(self, name)
                         setattr(self, name, np.concatenate([old, np.zeros(size - cid, dtype=old.dtype)]))
@@ -198,7 +208,9 @@ class FlowTable:
         self._eps_rate = float(carried[self.links.is_eps_uplink(paths[:, 1])].sum())
         self._ocs_rate = float(carried[self.links.is_ocs_uplink(paths[:, 1])].sum())
         cross = self.pair[:n] >= 0
-        self._pair_rate = np.bincount(self.pair[:n][cross], weights=self.rate[:n][cross], minlength=self.pair_bytes.size)
+        self._pair_rate = np.bincount(
+            self.pair[:n][cross], weights=self.rate[:n][cross], minlength=self.pair_bytes.size
+        )
 
     def take_pair_bytes(self) -> list[list[float]]:
         """Bytes sent between every two racks since the last call (the controller's measured demand)."""

@@ -3,6 +3,7 @@ the fabric namespace with every interface in it, the run's cgroup and its state 
 
 Nothing is found by name or pattern, so other people's networks, bridges and processes are never touched.
 """
+
 from __future__ import annotations
 
 import os

@@ -5,6 +5,7 @@ EPS, one over a circuit, and every host at once), whether steering puts each rac
 path, the OCS delivery gap against the configured reconfiguration delay, bring-up/tear-down time and
 the CPU left over under load.
 """
+
 from __future__ import annotations
 
 import time
@@ -88,7 +89,9 @@ def run_check(fabric: FabricSpec, reconfig_delay_ms: float = 50.0, seconds: floa
         psutil.cpu_percent(interval=None)
         a2a_eps = probes.goodput(net, pairs, seconds)
         idle_eps = 100.0 - psutil.cpu_percent(interval=None)
-        a2a_eps_ratio = _aggregate_ratio(a2a_eps, min(fabric.host_rate_mbps, fabric.eps_uplink_mbps / fabric.hosts_per_rack))
+        a2a_eps_ratio = _aggregate_ratio(
+            a2a_eps, min(fabric.host_rate_mbps, fabric.eps_uplink_mbps / fabric.hosts_per_rack)
+        )
 
         ocs_ratio = a2a_ocs_ratio = float("nan")
         steering_ok = True

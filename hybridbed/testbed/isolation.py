@@ -7,6 +7,7 @@ switch ports `<switch>-ethN`, so without this two runs, or a run and somebody el
 RunCgroup: every process the run starts joins one cgroup, so cleanup ends exactly the run's processes,
 by pid, including ones started inside Mininet hosts, and nothing else.
 """
+
 from __future__ import annotations
 
 import ctypes

@@ -9,6 +9,7 @@ Every step is recorded in the run manifest before it happens, so `hybridbed clea
 that crashed or was killed at any point. The calling thread runs inside the fabric namespace
 between start() and stop(); everything it spawns meanwhile starts there too.
 """
+
 from __future__ import annotations
 
 import os
@@ -151,11 +152,25 @@ class HybridNetwork:
         (state / "ocs.json").write_text(self.ocs.model_dump_json())
         log = open(state / "controller.log", "wb")  # noqa: SIM115 (the controller's stdout for its whole life)
         self.controller_proc = subprocess.Popen(
-            [sys.executable, "-m", "hybridbed.controller.main",
-             "--fabric-spec", str(state / "fabric.json"), "--ocs-spec", str(state / "ocs.json"),
-             "--of-port", str(OPENFLOW_PORT), "--rest-port", str(DEFAULT_REST_PORT),
-             "--event-log", str(state / "ocs_events.jsonl")],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=self.cgroup.join_self,
+            [
+                sys.executable,
+                "-m",
+                "hybridbed.controller.main",
+                "--fabric-spec",
+                str(state / "fabric.json"),
+                "--ocs-spec",
+                str(state / "ocs.json"),
+                "--of-port",
+                str(OPENFLOW_PORT),
+                "--rest-port",
+                str(DEFAULT_REST_PORT),
+                "--event-log",
+                str(state / "ocs_events.jsonl"),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=self.cgroup.join_self,
         )
         log.close()
         self.record.add_process(self.controller_proc.pid, "controller")
@@ -163,10 +178,19 @@ class HybridNetwork:
     def _build_mininet(self) -> None:
         setLogLevel("warning")
         plan, fabric = self.plan, self.fabric
-        switch = partial(RunSwitch, run_cgroup=self.cgroup, datapath=self.datapath,
-                         protocols="OpenFlow13", failMode="secure")
-        net = FabricMininet(topo=None, build=False, host=partial(RunHost, run_cgroup=self.cgroup), switch=switch,
-                      link=ShapedLink, controller=None, autoSetMacs=False, autoStaticArp=False)
+        switch = partial(
+            RunSwitch, run_cgroup=self.cgroup, datapath=self.datapath, protocols="OpenFlow13", failMode="secure"
+        )
+        net = FabricMininet(
+            topo=None,
+            build=False,
+            host=partial(RunHost, run_cgroup=self.cgroup),
+            switch=switch,
+            link=ShapedLink,
+            controller=None,
+            autoSetMacs=False,
+            autoStaticArp=False,
+        )
         self.net = net
         net.addController(FabricController("c0", ip="127.0.0.1", port=OPENFLOW_PORT))
         eps = net.addSwitch("eps", dpid=_dpid(EPS_DPID))
@@ -180,8 +204,9 @@ class HybridNetwork:
             net.addLink(tor, eps, port1=plan.tor_eps_port, port2=plan.eps_port(rack), bw=fabric.eps_uplink_mbps)
             if ocs is not None:
                 for k in range(plan.ocs_ports_per_tor):
-                    net.addLink(tor, ocs, port1=plan.tor_ocs_port(k), port2=plan.ocs_port(rack, k),
-                                bw=fabric.ocs_rate_mbps)
+                    net.addLink(
+                        tor, ocs, port1=plan.tor_ocs_port(k), port2=plan.ocs_port(rack, k), bw=fabric.ocs_rate_mbps
+                    )
         net.build()
         self._configure_interfaces()
         net.start()
@@ -189,8 +214,11 @@ class HybridNetwork:
     def _configure_interfaces(self) -> None:
         """Offloads off everywhere (the userspace datapath drops TCP otherwise) and static ARP in hosts."""
         for host in self.net.hosts:
-            neighbours = [f"ip neigh replace {a.ip} lladdr {a.mac} dev {host.defaultIntf()} nud permanent"
-                          for a in self.plan.hosts() if a.name != host.name]
+            neighbours = [
+                f"ip neigh replace {a.ip} lladdr {a.mac} dev {host.defaultIntf()} nud permanent"
+                for a in self.plan.hosts()
+                if a.name != host.name
+            ]
             host.cmd(" ".join(IPV6_OFF), f"; ethtool -K {host.defaultIntf()} {OFFLOADS_OFF}; " + "; ".join(neighbours))
         for switch in self.net.switches:
             for intf in switch.intfList():

@@ -3,6 +3,7 @@
 The run's bridges never appear in the system OVS (or anybody else's), and stopping the run stops
 only these daemons. Mininet's ovs-vsctl/ovs-ofctl calls find this instance through OVS_RUNDIR.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,7 +40,10 @@ class PrivateOVS:
     def vsctl(self, *args: str, timeout: float = 10) -> str:
         result = subprocess.run(
             ["ovs-vsctl", f"--timeout={int(timeout)}", *args],
-            env={**os.environ, **self.env}, capture_output=True, text=True, timeout=timeout + 5,
+            env={**os.environ, **self.env},
+            capture_output=True,
+            text=True,
+            timeout=timeout + 5,
         )
         if result.returncode != 0:
             raise RuntimeError(f"ovs-vsctl {' '.join(args)} failed: {result.stderr.strip()}")
@@ -47,29 +51,48 @@ class PrivateOVS:
 
     def start(self) -> None:
         if not VSWITCH_SCHEMA.exists():
-            raise RuntimeError(f"Open vSwitch schema {VSWITCH_SCHEMA} not found: install openvswitch-switch (setup.sh does)")
+            raise RuntimeError(
+                f"Open vSwitch schema {VSWITCH_SCHEMA} not found: install openvswitch-switch (setup.sh does)"
+            )
         self.rundir.mkdir(parents=True, exist_ok=True)
         db = self.rundir / "conf.db"
         subprocess.run(["ovsdb-tool", "create", str(db), str(VSWITCH_SCHEMA)], check=True, capture_output=True)
-        self._spawn("ovsdb-server", [
-            "ovsdb-server", str(db), f"--remote=punix:{self.rundir / 'db.sock'}",
-            f"--unixctl={self.rundir / 'ovsdb-server.ctl'}", f"--pidfile={self.rundir / 'ovsdb-server.pid'}",
-            f"--log-file={self.rundir / 'ovsdb-server.log'}", "--no-chdir",
-        ])
+        self._spawn(
+            "ovsdb-server",
+            [
+                "ovsdb-server",
+                str(db),
+                f"--remote=punix:{self.rundir / 'db.sock'}",
+                f"--unixctl={self.rundir / 'ovsdb-server.ctl'}",
+                f"--pidfile={self.rundir / 'ovsdb-server.pid'}",
+                f"--log-file={self.rundir / 'ovsdb-server.log'}",
+                "--no-chdir",
+            ],
+        )
         self._wait_for(self.rundir / "db.sock", "ovsdb-server")
         self.vsctl("--no-wait", "init")
-        self._spawn("ovs-vswitchd", [
-            "ovs-vswitchd", f"unix:{self.rundir / 'db.sock'}",
-            f"--unixctl={self.rundir / 'ovs-vswitchd.ctl'}", f"--pidfile={self.rundir / 'ovs-vswitchd.pid'}",
-            f"--log-file={self.rundir / 'ovs-vswitchd.log'}", "--no-chdir",
-        ])
+        self._spawn(
+            "ovs-vswitchd",
+            [
+                "ovs-vswitchd",
+                f"unix:{self.rundir / 'db.sock'}",
+                f"--unixctl={self.rundir / 'ovs-vswitchd.ctl'}",
+                f"--pidfile={self.rundir / 'ovs-vswitchd.pid'}",
+                f"--log-file={self.rundir / 'ovs-vswitchd.log'}",
+                "--no-chdir",
+            ],
+        )
         self._wait_for(self.rundir / "ovs-vswitchd.ctl", "ovs-vswitchd")
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         log = open(self.rundir / f"{name}.stderr", "wb")  # noqa: SIM115 (the daemon's stderr for its whole life)
         self.processes[name] = subprocess.Popen(
-            argv, env={**os.environ, **self.env}, stdout=log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, preexec_fn=self._preexec,
+            argv,
+            env={**os.environ, **self.env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=self._preexec,
         )
         log.close()
 

@@ -3,6 +3,7 @@ in OCS delivery across a reconfiguration (packet sockets on the OCS switch ports
 
 Everything here observes real traffic between the run's Mininet hosts; nothing is modelled.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,6 +30,7 @@ TIMESTAMP_CMSG_SPACE = socket.CMSG_SPACE(16)  # struct timespec
 @dataclass
 class GoodputResult:
     """One iperf3 flow as its receiver saw it: mean goodput after the omitted start, per-second goodput."""
+
     src: str
     dst: str
     mbps: float
@@ -61,8 +63,13 @@ def _parse_iperf(src: str, dst: str, output: str) -> GoodputResult:
     return GoodputResult(src, dst, received["bits_per_second"] / 1e6, intervals, int(received["bytes"]))
 
 
-def goodput(net: HybridNetwork, pairs: list[tuple[tuple[int, int], tuple[int, int]]], seconds: float = 4.0,
-            dscp: int | None = None, omit_s: float = 1.0) -> list[GoodputResult]:
+def goodput(
+    net: HybridNetwork,
+    pairs: list[tuple[tuple[int, int], tuple[int, int]]],
+    seconds: float = 4.0,
+    dscp: int | None = None,
+    omit_s: float = 1.0,
+) -> list[GoodputResult]:
     """Run one TCP flow per (src, dst) pair, all at once, and return each one's received goodput.
 
     `omit_s` leaves slow start out of the average. `dscp` marks the flow's packets (steering mode `marked`).
@@ -78,8 +85,20 @@ def goodput(net: HybridNetwork, pairs: list[tuple[tuple[int, int], tuple[int, in
     clients = []
     for i, ((sr, sh), (dr, dh)) in enumerate(pairs):
         dst_ip = net.plan.host(dr, dh).ip
-        cmd = ["iperf3", "-c", dst_ip, "-p", str(IPERF_BASE_PORT + i), "-t", f"{seconds + omit_s:g}",
-               "-O", f"{omit_s:g}", "-J", "--get-server-output", *tos]
+        cmd = [
+            "iperf3",
+            "-c",
+            dst_ip,
+            "-p",
+            str(IPERF_BASE_PORT + i),
+            "-t",
+            f"{seconds + omit_s:g}",
+            "-O",
+            f"{omit_s:g}",
+            "-J",
+            "--get-server-output",
+            *tos,
+        ]
         clients.append(net.host(sr, sh).popen(cmd))
     results = []
     for ((sr, sh), (dr, dh)), proc in zip(pairs, clients):
@@ -157,12 +176,22 @@ def _kernel_timestamp(ancillary: list[tuple[int, int, bytes]]) -> float:
 
 def _is_probe(frame: bytes) -> bool:
     """An IPv4 UDP packet to the probe port (Ethernet, IPv4 without options, as the probe sender makes them)."""
-    return (len(frame) >= 38 and frame[12:14] == b"\x08\x00" and frame[23] == socket.IPPROTO_UDP
-            and int.from_bytes(frame[36:38], "big") == PROBE_UDP_PORT)
+    return (
+        len(frame) >= 38
+        and frame[12:14] == b"\x08\x00"
+        and frame[23] == socket.IPPROTO_UDP
+        and int.from_bytes(frame[36:38], "big") == PROBE_UDP_PORT
+    )
 
 
-def udp_probe_stream(net: HybridNetwork, src: tuple[int, int], dsts: list[tuple[int, int]], seconds: float,
-                     interval_s: float = 0.0005, dscp: int | None = None):
+def udp_probe_stream(
+    net: HybridNetwork,
+    src: tuple[int, int],
+    dsts: list[tuple[int, int]],
+    seconds: float,
+    interval_s: float = 0.0005,
+    dscp: int | None = None,
+):
     """Start a stream of small UDP packets from src to each destination in turn, one every `interval_s`."""
     targets = [net.plan.host(r, h).ip for r, h in dsts]
     tos = (dscp << 2) if dscp is not None else 0

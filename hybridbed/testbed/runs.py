@@ -4,6 +4,7 @@ Each run has a state directory /run/hybridbed/<run-id>/ (tmpfs: it vanishes on r
 everything it describes) holding manifest.json, the private Open vSwitch files and the daemons' logs.
 The path is short on purpose: OVS control sockets live there and Unix socket paths are limited to 108 bytes.
 """
+
 from __future__ import annotations
 
 import json

@@ -8,6 +8,7 @@ than TCP's minimum retransmission timeout, so competing flows time out and the l
 Each link instead queues QUEUE_MS worth of full-size frames at its rate (at least MIN_QUEUE_PACKETS),
 about what a datacenter switch port buffers.
 """
+
 from __future__ import annotations
 
 from mininet.link import TCIntf, TCLink
@@ -35,7 +36,8 @@ class ShapedIntf(TCIntf):
             return [], " root "
         return [
             "%s qdisc add dev %s root handle 5:0 htb default 1",
-            "%s class add dev %s parent 5:0 classid 5:1 htb " + f"rate {bw:f}Mbit burst {burst_bytes(bw)} quantum {FRAME_BYTES}",
+            "%s class add dev %s parent 5:0 classid 5:1 htb "
+            + f"rate {bw:f}Mbit burst {burst_bytes(bw)} quantum {FRAME_BYTES}",
             "%s qdisc add dev %s parent 5:1 handle 10: pfifo " + f"limit {queue_packets(bw)}",
         ], " parent 10: "
 

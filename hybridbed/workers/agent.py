@@ -4,6 +4,7 @@ It registers with the scheduler over the control channel, heartbeats with the us
 (psutil), serves its data (input replicas, map outputs) over TCP on the data network, and runs every
 task attempt as a process of its own in a cgroup with the task's CPU quota and memory limit.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,9 +56,16 @@ class WorkerAgent:
     def run(self) -> int:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         DataServer(self.args.ip, self.data_dir).start()
-        register: Register = {"op": "register", "host": self.args.host, "rack": self.args.rack, "ip": self.args.ip,
-                              "slots": self.args.slots, "cores": self.args.cores, "memory_mb": self.args.memory_mb,
-                              "pid": psutil.Process().pid}
+        register: Register = {
+            "op": "register",
+            "host": self.args.host,
+            "rack": self.args.rack,
+            "ip": self.args.ip,
+            "slots": self.args.slots,
+            "cores": self.args.cores,
+            "memory_mb": self.args.memory_mb,
+            "pid": psutil.Process().pid,
+        }
         self.channel.send(register)
         threading.Thread(target=self._heartbeat, daemon=True).start()
         try:
@@ -107,10 +115,18 @@ class WorkerAgent:
             to_mbps = 8 / 1e6 / max(now - last_time, 1e-3)
             last_io, last_net, last_time = io_now, net, now
             try:
-                beat: Heartbeat = {"op": "heartbeat", "host": self.args.host, "running": len(procs),
-                                   "cpu_percent": cpu, "rss_mb": rss / 1e6, "time": time.time(),
-                                   "io_read_mbps": read * to_mbps, "io_write_mbps": written * to_mbps,
-                                   "net_in_mbps": received * to_mbps, "net_out_mbps": sent * to_mbps}
+                beat: Heartbeat = {
+                    "op": "heartbeat",
+                    "host": self.args.host,
+                    "running": len(procs),
+                    "cpu_percent": cpu,
+                    "rss_mb": rss / 1e6,
+                    "time": time.time(),
+                    "io_read_mbps": read * to_mbps,
+                    "io_write_mbps": written * to_mbps,
+                    "net_in_mbps": received * to_mbps,
+                    "net_out_mbps": sent * to_mbps,
+                }
                 self.channel.send(beat)
             except OSError:
                 return
@@ -119,23 +135,37 @@ class WorkerAgent:
     def _nic_bytes() -> tuple[int, int]:
         """Bytes received and sent by this host's interfaces (its network namespace's), loopback aside."""
         counters = psutil.net_io_counters(pernic=True)
-        return (sum(c.bytes_recv for nic, c in counters.items() if nic != "lo"),
-                sum(c.bytes_sent for nic, c in counters.items() if nic != "lo"))
+        return (
+            sum(c.bytes_recv for nic, c in counters.items() if nic != "lo"),
+            sum(c.bytes_sent for nic, c in counters.items() if nic != "lo"),
+        )
 
     def _launch(self, task: TaskDescription) -> None:
         key = task_key(task["task_id"], task["attempt"])
         cgroup = TaskCgroup([Path(p) for p in self.args.cgroup_roots], self.args.cgroup_version, key)
         cgroup.create(task["share"]["cores"] if "share" in task else task["cores"], task["memory_mb"])
         run = {**task, "data_dir": str(self.data_dir), "compute_mode": self.args.compute_mode}
-        proc = subprocess.Popen([sys.executable, "-m", "hybridbed.workers.task"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=cgroup.join_self)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hybridbed.workers.task"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=cgroup.join_self,
+        )
         proc.stdin.write(json.dumps(run) + "\n")
         proc.stdin.flush()
         running = RunningTask(key, proc, cgroup)
         with self.lock:
             self.tasks[key] = running
-        started: Started = {"op": "started", "task_id": task["task_id"], "attempt": task["attempt"], "pid": proc.pid,
-                            "cgroups": [str(p) for p in cgroup.paths], "time": time.time()}
+        started: Started = {
+            "op": "started",
+            "task_id": task["task_id"],
+            "attempt": task["attempt"],
+            "pid": proc.pid,
+            "cgroups": [str(p) for p in cgroup.paths],
+            "time": time.time(),
+        }
         self.channel.send(started)
         threading.Thread(target=self._follow, args=(task, running), daemon=True).start()
 
@@ -167,8 +197,9 @@ class WorkerAgent:
                 running.suspensions += 1
                 running.cgroup.freeze()
             elif op == "resume":
-                threading.Thread(target=self._resume, args=(running, running.suspensions, message["overhead_s"]),
-                                 daemon=True).start()
+                threading.Thread(
+                    target=self._resume, args=(running, running.suspensions, message["overhead_s"]), daemon=True
+                ).start()
             elif op == "kill":
                 running.proc.kill()
                 if running.suspensions:
@@ -206,8 +237,15 @@ class WorkerAgent:
         if code == 0 and done is not None:
             self.channel.send(cast(Finished, {"op": "finished", **ident, **done, "time": time.time()}))
         else:
-            failed: Failed = {"op": "failed", "task_id": task["task_id"], "attempt": task["attempt"],
-                              "host": self.args.host, "exit_code": code, "error": error, "time": time.time()}
+            failed: Failed = {
+                "op": "failed",
+                "task_id": task["task_id"],
+                "attempt": task["attempt"],
+                "host": self.args.host,
+                "exit_code": code,
+                "error": error,
+                "time": time.time(),
+            }
             self.channel.send(failed)
 
 

@@ -6,6 +6,7 @@ A run owns one task root per hierarchy (`<hierarchy>/hybridbed/<run-id>-tasks`),
 orchestrator and recorded in the run's manifest, so cleanup finds every task cgroup below it. A worker
 creates one cgroup per task attempt under those roots and removes it when the task ends.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -73,8 +74,11 @@ class CgroupTree:
     def remove(self) -> None:
         """Remove the cgroup with the cgroups below it (deepest first), and the shared parent if no other
         run uses it."""
-        below = sorted((p for p in self.path.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True) \
-            if self.path.exists() else []
+        below = (
+            sorted((p for p in self.path.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True)
+            if self.path.exists()
+            else []
+        )
         for path in [*below, self.path, self.path.parent]:
             try:
                 path.rmdir()
@@ -88,6 +92,7 @@ class CgroupTree:
 @dataclass(frozen=True)
 class CgroupLayout:
     """Where task cgroups go: v1 has separate cpu, memory (and freezer) trees, v2 one tree with every controller."""
+
     version: int
     hierarchies: tuple[Path, ...]
 
@@ -96,7 +101,7 @@ class CgroupLayout:
         if (root / "cpu" / "cgroup.procs").exists() and (root / "memory" / "cgroup.procs").exists():
             freezer = (root / "freezer",) if (root / "freezer" / "cgroup.procs").exists() else ()
             return cls(1, (root / "cpu", root / "memory", *freezer))
-        controllers = (root / "cgroup.controllers")
+        controllers = root / "cgroup.controllers"
         if controllers.exists() and {"cpu", "memory"} <= set(controllers.read_text().split()):
             return cls(2, (root,))
         raise RuntimeError(f"no cgroup hierarchy with cpu and memory controllers under {root}")

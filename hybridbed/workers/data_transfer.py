@@ -5,6 +5,7 @@ A request is one JSON line `{"path": ..., "rate_bps": ...}`; the answer is the f
 big-endian) and its bytes, sent with sendfile(2). A per-task rate cap is enforced by the kernel's TCP
 pacing on the sending socket (SO_MAX_PACING_RATE), so the cap shapes the flow itself.
 """
+
 from __future__ import annotations
 
 import json
@@ -64,8 +65,9 @@ class Fetch:
     end: float
 
 
-def fetch(ip: str, path: str, rate_bps: float | None = None, pacer: Pacer | None = None,
-          timeout_s: float = 60.0) -> Fetch:
+def fetch(
+    ip: str, path: str, rate_bps: float | None = None, pacer: Pacer | None = None, timeout_s: float = 60.0
+) -> Fetch:
     """Read one file from a worker's data server; the bytes are counted, not kept. The sender paces the
     connection at `rate_bps`; `pacer`, if given, holds the reading side to a rate that may change meanwhile
     (TCP's flow control then slows the sender)."""

@@ -1,6 +1,7 @@
 """Pacing a task's I/O at its share: rates the scheduler may change while the task runs, token buckets
 that hold disk reads, disk writes and the receiving side of connections to them, and the paced writer
 of filler bytes that tasks (and the scheduler process, for input blocks) write data with."""
+
 from __future__ import annotations
 
 import time

@@ -7,6 +7,7 @@ Agent -> scheduler: register, heartbeat, started, fetch, finished, failed.
 Scheduler -> agent: launch, notice (where a parent task's output is), suspend / resume / kill / share
 (a task's preemption or new share), shutdown. A task attempt is named by its key `<task_id>.a<attempt>`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,6 +27,7 @@ def task_key(task_id: str, attempt: int) -> str:
 # scheduler -> agent ---------------------------------------------------------------------------------
 class Share(TypedDict):
     """A task's cores and the rates its worker paces it at (bits/s; None: not paced)."""
+
     cores: float
     rate_bps: float | None
     disk_read_bps: float | None
@@ -44,6 +46,7 @@ class MapInput(TypedDict):
 
 class TaskDescription(TypedDict):
     """What a worker needs to run one task attempt (the task process reads it as its first line)."""
+
     task_id: str
     attempt: int
     kind: str
@@ -137,6 +140,7 @@ class Failed(TypedDict):
 
 class Fetch(TypedDict):
     """One transfer a task made (its task process's `fetch` record, with the attempt's identity)."""
+
     op: Literal["fetch"]
     task_id: str
     attempt: int
@@ -152,6 +156,7 @@ class Fetch(TypedDict):
 
 class Finished(TypedDict):
     """A task attempt ended well (its task process's `done` record with its byte totals)."""
+
     op: Literal["finished"]
     task_id: str
     attempt: int

@@ -17,6 +17,7 @@ in a stage without children, the job's output. Disk reads
 and writes are paced at the task's allocated rates (`disk_read_bps`, `disk_write_bps`: per-task token
 buckets, as Tetris enforces disk allocations), network connections at `rate_bps`.
 """
+
 from __future__ import annotations
 
 import json
@@ -95,8 +96,9 @@ def output_files(task: dict, data_dir: Path) -> dict[Path, int]:
 
 
 def compute_and_write(task: dict, files: dict[Path, int], speed: Speed, rates: Rates) -> list[threading.Thread]:
-    return alongside((compute, task["compute_s"], task["compute_mode"], speed),
-                     (write_outputs, files, rates.disk_write))
+    return alongside(
+        (compute, task["compute_s"], task["compute_mode"], speed), (write_outputs, files, rates.disk_write)
+    )
 
 
 def run_map(task: dict, data_dir: Path, speed: Speed, rates: Rates) -> dict:
@@ -116,8 +118,7 @@ def run_map(task: dict, data_dir: Path, speed: Speed, rates: Rates) -> dict:
         read_local, read_remote = 0, result["bytes"]
     for thread in threads:
         thread.join()
-    return {"read_local_bytes": read_local, "read_remote_bytes": read_remote,
-            "written_bytes": sum(files.values())}
+    return {"read_local_bytes": read_local, "read_remote_bytes": read_remote, "written_bytes": sum(files.values())}
 
 
 def _fetch_from_any(sources: list[dict], path: str, rate_bps: float | None, live: Rate) -> dict:
@@ -162,8 +163,12 @@ def run_reduce(task: dict, data_dir: Path, notices: queue.Queue[dict], speed: Sp
             retry_at.pop(notice["source"], None)
         now = time.monotonic()
         for source, notice in latest.items():
-            if (source not in fetched and source not in in_flight and len(in_flight) < PARALLEL_FETCHES
-                    and retry_at.get(source, 0.0) <= now):
+            if (
+                source not in fetched
+                and source not in in_flight
+                and len(in_flight) < PARALLEL_FETCHES
+                and retry_at.get(source, 0.0) <= now
+            ):
                 in_flight.add(source)
                 threading.Thread(target=worker, args=(notice,), daemon=True).start()
         while not results.empty():

@@ -19,6 +19,7 @@ Every stage is CPU-heavy or I/O-heavy and has 2 or 8 GB tasks, with the demands 
 which gives a DAG long and short stages (the paper's runtimes range from under a second to hundreds of
 seconds). The production numbers the shapes aim at (§2.3): median depth 7, in-degree of a task median 7.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,6 +49,7 @@ class DagShape:
 @dataclass(frozen=True)
 class _Node:
     """A template's stage before sizing: its kind, parents, and its output per byte it takes in."""
+
     kind: str  # "fact", "dim", "join", "agg", "final", "sort"
     parents: tuple[int, ...]
     selectivity: float
@@ -62,8 +64,14 @@ def query_template(rng: random.Random, shape: DagShape, tasks: SuiteShape) -> li
     n_tables = rng.randint(low, high)
 
     def node(kind: str, parents: tuple[int, ...], selectivity: float) -> _Node:
-        return _Node(kind, parents, selectivity, rng.random() < 0.5, rng.choice(tasks.memory_gb),
-                     rng.lognormvariate(0.0, shape.compute_spread))
+        return _Node(
+            kind,
+            parents,
+            selectivity,
+            rng.random() < 0.5,
+            rng.choice(tasks.memory_gb),
+            rng.lognormvariate(0.0, shape.compute_spread),
+        )
 
     nodes = [node("fact", (), rng.uniform(0.2, 0.6))]
     nodes += [node("dim", (), rng.uniform(0.1, 0.5)) for _ in range(n_tables - 1)]
@@ -97,8 +105,9 @@ def query_template(rng: random.Random, shape: DagShape, tasks: SuiteShape) -> li
     return nodes
 
 
-def size_template(template: list[_Node], factor: float, shape: DagShape, tasks: SuiteShape, host: HostBandwidth,
-                  scale: float) -> tuple[StageSpec, ...]:
+def size_template(
+    template: list[_Node], factor: float, shape: DagShape, tasks: SuiteShape, host: HostBandwidth, scale: float
+) -> tuple[StageSpec, ...]:
     """The template's stages at a size factor, bytes at the run's scale."""
     block = max(1, int(tasks.block_bytes * scale))
     per_task_in = max(1, int(shape.reduce_input_bytes * scale))
@@ -122,14 +131,23 @@ def size_template(template: list[_Node], factor: float, shape: DagShape, tasks: 
         produced = int((read + fetched) * n.selectivity)
         out.append(produced)
         timing = replace(tasks, cpu_heavy_s=tasks.cpu_heavy_s * n.compute_factor)
-        demand, compute_s = stage_demand(n.io_heavy, n.memory_gb, read // count, produced // count,
-                                         read // count or fetched // count, timing, host)
+        demand, compute_s = stage_demand(
+            n.io_heavy, n.memory_gb, read // count, produced // count, read // count or fetched // count, timing, host
+        )
         stages.append(StageSpec(f"{n.kind}{i}.", count, round(compute_s, 3), n.parents, read, produced, demand))
     return tuple(stages)
 
 
-def dag_jobs(n_jobs: int, rng: random.Random, shape: DagShape, tasks: SuiteShape, host: HostBandwidth, scale: float,
-             arrival_window_s: float = 0.0, queues: int = 1) -> list[JobSpec]:
+def dag_jobs(
+    n_jobs: int,
+    rng: random.Random,
+    shape: DagShape,
+    tasks: SuiteShape,
+    host: HostBandwidth,
+    scale: float,
+    arrival_window_s: float = 0.0,
+    queues: int = 1,
+) -> list[JobSpec]:
     """`n_jobs` jobs of the benchmark, sorted by arrival (uniform in the window: a Poisson process given
     the count; 0: a batch), spread at random over `queues` job groups."""
     templates = [query_template(rng, shape, tasks) for _ in range(shape.templates)]

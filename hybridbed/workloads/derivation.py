@@ -12,6 +12,7 @@ flow model) makes of the bytes. `scale` shrinks every byte count together with t
 rates above are applied to the shrunk bytes after being shrunk by the same factor, so compute times
 stay what they would be at full scale.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,14 +43,24 @@ class Predictions:
     to this bound, sign random); a fraction `arrival_jitter_fraction` of jobs has its predicted arrival
     off by up to `arrival_jitter_s` either way.
     """
+
     recurring_fraction: float = 1.0
     size_error: float = 0.0
     arrival_jitter_fraction: float = 0.0
     arrival_jitter_s: float = 0.0
 
 
-def derive_job(job_id: str, arrival_s: float, input_bytes: int, shuffle_bytes: int, output_bytes: int,
-               shape: JobShape, scale: float, recurring: bool, predicted: Predicted | None = None) -> JobSpec:
+def derive_job(
+    job_id: str,
+    arrival_s: float,
+    input_bytes: int,
+    shuffle_bytes: int,
+    output_bytes: int,
+    shape: JobShape,
+    scale: float,
+    recurring: bool,
+    predicted: Predicted | None = None,
+) -> JobSpec:
     """A JobSpec from full-scale sizes: bytes scaled, task counts and compute times from the rate model."""
     inp, shuf, out = (int(round(b * scale)) for b in (input_bytes, shuffle_bytes, output_bytes))
     block = max(1, int(shape.block_bytes * scale))
@@ -59,14 +70,23 @@ def derive_job(job_id: str, arrival_s: float, input_bytes: int, shuffle_bytes: i
     map_s = shape.task_overhead_s + inp / n_maps / map_rate
     reduce_s = shape.task_overhead_s + ((shuf + out) / n_reduces / reduce_rate if n_reduces else 0.0)
     if predicted is not None:
-        predicted = Predicted(predicted.arrival_s, *(int(round(b * scale)) for b in (
-            predicted.input_bytes, predicted.shuffle_bytes, predicted.output_bytes)))
-    return JobSpec(job_id, arrival_s, inp, shuf, out, n_maps, n_reduces, round(map_s, 3), round(reduce_s, 3),
-                   recurring, predicted)
+        predicted = Predicted(
+            predicted.arrival_s,
+            *(int(round(b * scale)) for b in (predicted.input_bytes, predicted.shuffle_bytes, predicted.output_bytes)),
+        )
+    return JobSpec(
+        job_id, arrival_s, inp, shuf, out, n_maps, n_reduces, round(map_s, 3), round(reduce_s, 3), recurring, predicted
+    )
 
 
-def predict(arrival_s: float, input_bytes: int, shuffle_bytes: int, output_bytes: int,
-            predictions: Predictions, rng: random.Random) -> Predicted:
+def predict(
+    arrival_s: float,
+    input_bytes: int,
+    shuffle_bytes: int,
+    output_bytes: int,
+    predictions: Predictions,
+    rng: random.Random,
+) -> Predicted:
     """Predicted characteristics of a recurring job, with the configured errors injected."""
     error = rng.uniform(0, predictions.size_error) * rng.choice((-1, 1))
     jitter = 0.0
@@ -75,8 +95,13 @@ def predict(arrival_s: float, input_bytes: int, shuffle_bytes: int, output_bytes
     return Predicted(max(0.0, arrival_s + jitter), input_bytes, max(0, int(shuffle_bytes * (1 + error))), output_bytes)
 
 
-def make_jobs(sizes: list[tuple[str, float, int, int, int]], shape: JobShape, scale: float,
-              predictions: Predictions, rng: random.Random) -> list[JobSpec]:
+def make_jobs(
+    sizes: list[tuple[str, float, int, int, int]],
+    shape: JobShape,
+    scale: float,
+    predictions: Predictions,
+    rng: random.Random,
+) -> list[JobSpec]:
     """JobSpecs from (id, arrival, input, shuffle, output) rows: recurring ones get predictions."""
     jobs = []
     for job_id, arrival, inp, shuf, out in sizes:

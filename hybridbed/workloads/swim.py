@@ -3,6 +3,7 @@
 One job per line, six tab-separated columns: job id, submit time (s), gap to the previous job (s),
 map input bytes, shuffle bytes, reduce output bytes.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,8 +16,9 @@ class TraceError(ValueError):
     """A trace line that does not follow the format; the message names the file and line."""
 
 
-def read_swim(path: Path, limit: int | None = None, min_shuffle_bytes: float = 0,
-              max_shuffle_bytes: float = math.inf) -> list[tuple[str, float, int, int, int]]:
+def read_swim(
+    path: Path, limit: int | None = None, min_shuffle_bytes: float = 0, max_shuffle_bytes: float = math.inf
+) -> list[tuple[str, float, int, int, int]]:
     """(job id, submit time, input, shuffle, output) per job, in file order; at most `limit` jobs, and
     only those shuffling between `min_shuffle_bytes` and `max_shuffle_bytes` (how a study selects its
     jobs from a sample)."""
@@ -29,8 +31,10 @@ def read_swim(path: Path, limit: int | None = None, min_shuffle_bytes: float = 0
                 continue
             fields = line.rstrip("\n").split("\t")
             if len(fields) != len(SWIM_COLUMNS):
-                raise TraceError(f"{path}:{number}: expected {len(SWIM_COLUMNS)} tab-separated columns "
-                                 f"({', '.join(SWIM_COLUMNS)}), found {len(fields)}")
+                raise TraceError(
+                    f"{path}:{number}: expected {len(SWIM_COLUMNS)} tab-separated columns "
+                    f"({', '.join(SWIM_COLUMNS)}), found {len(fields)}"
+                )
             try:
                 submit = float(fields[1])
                 sizes = [int(f) for f in fields[3:]]
@@ -48,8 +52,9 @@ def read_swim(path: Path, limit: int | None = None, min_shuffle_bytes: float = 0
     return rows
 
 
-def read_swim_files(paths: list[Path], limit: int | None = None, min_shuffle_bytes: float = 0,
-                    max_shuffle_bytes: float = math.inf) -> list[tuple[str, float, int, int, int]]:
+def read_swim_files(
+    paths: list[Path], limit: int | None = None, min_shuffle_bytes: float = 0, max_shuffle_bytes: float = math.inf
+) -> list[tuple[str, float, int, int, int]]:
     """Jobs of several samples, one file after the other (as read_swim); with more than one file, job
     ids get the file's position as a prefix (t0.job9, t1.job9), since every sample numbers from job0."""
     rows: list[tuple[str, float, int, int, int]] = []

@@ -5,6 +5,7 @@ that puts the 5th percentile at 0.08 GB, close to the paper's 0.1 GB. Input is t
 map selectivity drawn from [0.5, 2], output the shuffle times a reduce selectivity from [0.1, 1]:
 Facebook's jobs move roughly as many bytes through the shuffle as they read (SWIM's FB-2009 sample).
 """
+
 from __future__ import annotations
 
 import math
@@ -15,8 +16,9 @@ SHUFFLE_P95_BYTES = 82e9
 Z95 = 1.6449
 
 
-def facebook_like(n_jobs: int, rng: random.Random, arrival_window_s: float = 0.0,
-                  max_shuffle_bytes: float | None = None) -> list[tuple[str, float, int, int, int]]:
+def facebook_like(
+    n_jobs: int, rng: random.Random, arrival_window_s: float = 0.0, max_shuffle_bytes: float | None = None
+) -> list[tuple[str, float, int, int, int]]:
     """(job id, arrival, input, shuffle, output) rows at full scale; arrivals uniform in the window
     (0 = a batch), sorted by arrival. `max_shuffle_bytes` truncates the tail for small testbeds."""
     sigma = math.log(SHUFFLE_P95_BYTES / SHUFFLE_MEDIAN_BYTES) / Z95

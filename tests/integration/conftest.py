@@ -1,4 +1,5 @@
 """Fixtures that bring up real emulated fabrics (Mininet, private Open vSwitch, os-ken). Root only."""
+
 from __future__ import annotations
 
 import os
@@ -48,17 +49,32 @@ MB = 1_000_000
 def small_scenario(tmp_path):
     """A factory of small scenarios: 2 racks x 2 hosts; each job has 4 maps (1 MB blocks) and 2 reduces
     (1 MB of shuffle each), with `compute_s` of compute per task."""
+
     def make(compute_s: float = 0.5, jobs: int = 1, **workers) -> Scenario:
         trace = tmp_path / "jobs.tsv"
         trace.write_text("".join(f"job{i}\t0\t0\t{4 * MB}\t{2 * MB}\t{MB // 2}\n" for i in range(jobs)))
-        return Scenario.model_validate({
-            "name": "it", "seed": 3, "scale": 1.0,
-            "fabric": {"racks": 2, "hosts_per_rack": 2},
-            "workers": {"slots_per_host": 2, "cores_per_host": 2, "memory_mb_per_host": 1024, **workers},
-            "workload": {"source": "swim", "trace": str(trace), "jobs": jobs, "shape": {
-                "block_mb": 1, "reduce_input_mb": 1, "map_rate_mb_s": 1e6, "reduce_rate_mb_s": 1e6,
-                "task_overhead_s": compute_s}},
-            "scheduler": {"policy": "fair", "slowstart": 1.0, "heartbeat_timeout_s": 2.0},
-            "max_duration_s": 120,
-        })
+        return Scenario.model_validate(
+            {
+                "name": "it",
+                "seed": 3,
+                "scale": 1.0,
+                "fabric": {"racks": 2, "hosts_per_rack": 2},
+                "workers": {"slots_per_host": 2, "cores_per_host": 2, "memory_mb_per_host": 1024, **workers},
+                "workload": {
+                    "source": "swim",
+                    "trace": str(trace),
+                    "jobs": jobs,
+                    "shape": {
+                        "block_mb": 1,
+                        "reduce_input_mb": 1,
+                        "map_rate_mb_s": 1e6,
+                        "reduce_rate_mb_s": 1e6,
+                        "task_overhead_s": compute_s,
+                    },
+                },
+                "scheduler": {"policy": "fair", "slowstart": 1.0, "heartbeat_timeout_s": 2.0},
+                "max_duration_s": 120,
+            }
+        )
+
     return make

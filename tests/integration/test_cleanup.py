@@ -1,4 +1,5 @@
 """Tear-down and `hybridbed clean` remove exactly what a run created, and nothing else."""
+
 from __future__ import annotations
 
 import json
@@ -29,12 +30,17 @@ def _assert_gone(manifest: RunManifest) -> None:
 def _foreign_namespace(name: str):
     """Something that is not the run's: a namespace with a veth pair and a bridge device of its own."""
     subprocess.run(["ip", "netns", "add", name], check=True)
-    subprocess.run(["ip", "netns", "exec", name, "ip", "link", "add", "tor0-eth1", "type", "veth", "peer", "name", "eps-eth1"], check=True)
+    subprocess.run(
+        ["ip", "netns", "exec", name, "ip", "link", "add", "tor0-eth1", "type", "veth", "peer", "name", "eps-eth1"],
+        check=True,
+    )
     subprocess.run(["ip", "netns", "exec", name, "ip", "link", "add", "ovs-netdev", "type", "bridge"], check=True)
 
 
 def _foreign_links(name: str) -> set[str]:
-    out = subprocess.run(["ip", "netns", "exec", name, "ip", "-j", "link"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["ip", "netns", "exec", name, "ip", "-j", "link"], capture_output=True, text=True, check=True
+    ).stdout
     return {link["ifname"] for link in json.loads(out)}
 
 
@@ -56,8 +62,11 @@ def test_teardown_leaves_nothing_and_spares_others():
 
 def test_killed_run_is_removed_by_hybridbed_clean():
     _foreign_namespace("hbtest-foreign2")
-    proc = subprocess.Popen([sys.executable, "-m", "hybridbed.cli", "net", "--racks", "2", "--hosts", "1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hybridbed.cli", "net", "--racks", "2", "--hosts", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         manifest = None
         deadline = time.monotonic() + 60
@@ -70,8 +79,9 @@ def test_killed_run_is_removed_by_hybridbed_clean():
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         assert any(p.is_alive() for p in manifest.processes), "daemons should outlive a SIGKILLed owner"
-        result = subprocess.run([sys.executable, "-m", "hybridbed.cli", "clean", manifest.run_id],
-                                capture_output=True, text=True)
+        result = subprocess.run(
+            [sys.executable, "-m", "hybridbed.cli", "clean", manifest.run_id], capture_output=True, text=True
+        )
         assert result.returncode == 0, result.stderr
         _assert_gone(manifest)
         assert {"tor0-eth1", "eps-eth1", "ovs-netdev"} <= _foreign_links("hbtest-foreign2")

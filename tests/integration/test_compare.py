@@ -1,4 +1,5 @@
 """`hybridbed compare` on a small scenario: every setup runs the same jobs, and one table comes out."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,23 @@ def test_compare_runs_each_setup_on_the_same_jobs(tmp_path, small_scenario):
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(json.loads(scenario.model_dump_json())))
     out = tmp_path / "cmp"
-    proc = subprocess.run([sys.executable, "-m", "hybridbed.cli", "compare", str(path), "--policies", "fair,f-eps",
-                           "--out", str(out), "--json"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hybridbed.cli",
+            "compare",
+            str(path),
+            "--policies",
+            "fair,f-eps",
+            "--out",
+            str(out),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout)
     assert set(result) == {"fair", "f-eps"}

@@ -1,6 +1,7 @@
 """DSP and MR-POTS on the real testbed: DSP freezes and thaws real tasks (and never breaks a dependency),
 MR-POTS re-quotas and re-paces them while they run. How close each run comes to the simulator's is
 bench/sim_vs_emu.py's business."""
+
 from __future__ import annotations
 
 import pandas as pd

@@ -1,4 +1,5 @@
 """The network behaves as configured: reachability, steering, rates, reconfiguration, API validation."""
+
 from __future__ import annotations
 
 import threading

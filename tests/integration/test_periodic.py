@@ -1,5 +1,6 @@
 """Periodic OCS mode on a real fabric: the controller lights the circuits the demand asks for, every interval,
 from the scheduler's hints and from what the ToRs measure."""
+
 from __future__ import annotations
 
 import threading
@@ -18,8 +19,13 @@ THRESHOLD_BYTES = 20_000  # below what one flow moves per interval even on the 1
 
 @pytest.fixture(scope="module")
 def periodic():
-    ocs = OcsSpec(mode="periodic", reconfig_interval_s=INTERVAL_S, reconfig_delay_ms=10,
-                  demand_source="both", elephant_threshold_bytes=THRESHOLD_BYTES)
+    ocs = OcsSpec(
+        mode="periodic",
+        reconfig_interval_s=INTERVAL_S,
+        reconfig_delay_ms=10,
+        demand_source="both",
+        elephant_threshold_bytes=THRESHOLD_BYTES,
+    )
     with HybridNetwork(FabricSpec(racks=3, hosts_per_rack=1), ocs) as net:
         yield net
 

@@ -1,5 +1,6 @@
 """A real worker agent (in a network namespace of its own, tasks in real cgroups) told by a scripted
 scheduler to suspend and resume, kill, and re-quota and re-pace running tasks."""
+
 from __future__ import annotations
 
 import os
@@ -28,9 +29,31 @@ def agent(tmp_path):
     server.bind(socket_path)
     server.listen(1)
     data_dir = tmp_path / "data"
-    command = [sys.executable, "-m", "hybridbed.workers.agent", "--scheduler-socket", socket_path, "--host", "h0",
-               "--rack", "0", "--ip", "127.0.0.1", "--slots", "4", "--cores", "4", "--memory-mb", "4000",
-               "--data-dir", str(data_dir), "--cgroup-roots", *map(str, roots), "--cgroup-version", str(layout.version)]
+    command = [
+        sys.executable,
+        "-m",
+        "hybridbed.workers.agent",
+        "--scheduler-socket",
+        socket_path,
+        "--host",
+        "h0",
+        "--rack",
+        "0",
+        "--ip",
+        "127.0.0.1",
+        "--slots",
+        "4",
+        "--cores",
+        "4",
+        "--memory-mb",
+        "4000",
+        "--data-dir",
+        str(data_dir),
+        "--cgroup-roots",
+        *map(str, roots),
+        "--cgroup-version",
+        str(layout.version),
+    ]
     # its own network namespace: its data server's port and its traffic stay off the machine's loopback
     proc = subprocess.Popen(["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "agent", *command])
     server.settimeout(20)
@@ -63,10 +86,26 @@ def receive(channel: Channel, op: str, timeout_s: float = 30) -> dict:
 
 
 def launch(channel: Channel, task_id: str) -> dict:
-    channel.send({"op": "launch", "task": {
-        "task_id": task_id, "attempt": 0, "kind": "map", "cores": 1.0, "memory_mb": 256, "compute_s": COMPUTE_S,
-        "partitions": [], "output_bytes": 1000, "output_dir": f"out/j/{task_id}.a0", "rate_bps": None,
-        "disk_read_bps": None, "disk_write_bps": None, "input": {"path": "blocks/b0", "sources": []}}})
+    channel.send(
+        {
+            "op": "launch",
+            "task": {
+                "task_id": task_id,
+                "attempt": 0,
+                "kind": "map",
+                "cores": 1.0,
+                "memory_mb": 256,
+                "compute_s": COMPUTE_S,
+                "partitions": [],
+                "output_bytes": 1000,
+                "output_dir": f"out/j/{task_id}.a0",
+                "rate_bps": None,
+                "disk_read_bps": None,
+                "disk_write_bps": None,
+                "input": {"path": "blocks/b0", "sources": []},
+            },
+        }
+    )
     return receive(channel, "started")
 
 
@@ -76,8 +115,11 @@ def test_a_suspended_task_resumes_where_it_was_after_the_overhead(agent):
     time.sleep(0.5)
     agent.send({"op": "suspend", "key": "t0.a0"})
     time.sleep(0.3)
-    state = (freezer / "freezer.state").read_text().strip() if (freezer / "freezer.state").exists() \
+    state = (
+        (freezer / "freezer.state").read_text().strip()
+        if (freezer / "freezer.state").exists()
         else (freezer / "cgroup.events").read_text()
+    )
     assert state == "FROZEN" or "frozen 1" in state
     time.sleep(1.7)
     agent.send({"op": "resume", "key": "t0.a0", "overhead_s": 0.5})
@@ -109,13 +151,34 @@ def test_a_fetch_under_way_slows_to_a_new_network_share(agent):
     """A reducer fetching 4 MB over real TCP (its sender paced at 1 MB/s: 4 s) is given half that rate after
     about 0.5 s: the rest, at 0.5 MB/s at its receiving side, takes about 7 s more."""
     channel = agent
-    channel.send({"op": "launch", "task": {
-        "task_id": "t3", "attempt": 0, "kind": "reduce", "cores": 1.0, "memory_mb": 256, "compute_s": 0.1,
-        "partitions": [], "output_bytes": 1000, "output_dir": "out/j/t3.a0", "rate_bps": 8e6,
-        "disk_read_bps": None, "disk_write_bps": None, "n_sources": 1}})
+    channel.send(
+        {
+            "op": "launch",
+            "task": {
+                "task_id": "t3",
+                "attempt": 0,
+                "kind": "reduce",
+                "cores": 1.0,
+                "memory_mb": 256,
+                "compute_s": 0.1,
+                "partitions": [],
+                "output_bytes": 1000,
+                "output_dir": "out/j/t3.a0",
+                "rate_bps": 8e6,
+                "disk_read_bps": None,
+                "disk_write_bps": None,
+                "n_sources": 1,
+            },
+        }
+    )
     started = receive(channel, "started")
-    channel.send({"op": "notice", "key": "t3.a0", "notice": {
-        "source": "m0", "host": "h0", "ip": "127.0.0.1", "path": "blocks/big", "bytes": BIG_BLOCK}})
+    channel.send(
+        {
+            "op": "notice",
+            "key": "t3.a0",
+            "notice": {"source": "m0", "host": "h0", "ip": "127.0.0.1", "path": "blocks/big", "bytes": BIG_BLOCK},
+        }
+    )
     time.sleep(0.5)
     channel.send({"op": "share", "key": "t3.a0", "share": {"cores": 1.0, "rate_bps": 4e6}})
     finished = receive(channel, "finished")

@@ -1,5 +1,6 @@
 """A task's cgroup on the real kernel: frozen, it stops where it is; thawed, it goes on from there; its CPU
 quota can change while it runs; and cleanup ends it even while it is frozen."""
+
 from __future__ import annotations
 
 import os
@@ -99,8 +100,9 @@ def test_a_runs_cleanup_ends_a_frozen_task(tmp_path, task_roots):
     cgroup.create(cores=1.0, memory_mb=256)
     proc = counting_task(cgroup, tmp_path / "count")
     cgroup.freeze()
-    manifest = RunManifest("it-cgroups", str(tmp_path / "state"), time.time(), os.getpid(), 0.0,
-                           cgroups=[str(r) for r in roots])
+    manifest = RunManifest(
+        "it-cgroups", str(tmp_path / "state"), time.time(), os.getpid(), 0.0, cgroups=[str(r) for r in roots]
+    )
     done = clean_run(manifest)
     assert proc.wait(timeout=5) != 0
     assert any("ended 1 process" in line for line in done) and not any(r.exists() for r in roots)

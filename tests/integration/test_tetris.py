@@ -1,5 +1,6 @@
 """Tetris on the real testbed: multi-resource demands are allotted without over-allocation, and the
 workers hold each task to its disk allotment (token buckets) while reading, computing and writing at once."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -16,17 +17,36 @@ DISK_MBPS = 16.0
 
 @pytest.fixture
 def tetris_scenario() -> Scenario:
-    return Scenario.model_validate({
-        "name": "it-tetris", "seed": 2, "scale": 1.0,
-        "fabric": {"racks": 2, "hosts_per_rack": 2, "host_rate_mbps": 10, "variant": "eps"},
-        "workers": {"slots_per_host": 16, "cores_per_host": 12, "memory_mb_per_host": 32000,
-                    "disk_read_mbps_per_host": DISK_MBPS, "disk_write_mbps_per_host": DISK_MBPS,
-                    "container": {"cores": 1, "memory_mb": 2000}},
-        "workload": {"source": "tetris-suite", "jobs": 4, "suite": {
-            "maps_large": 6, "maps_medium": 4, "maps_small": 2, "block_mb": 2, "cpu_heavy_s": 3, "io_heavy_s": 1}},
-        "scheduler": {"policy": "tetris", "slowstart": 1.0},
-        "max_duration_s": 300,
-    })
+    return Scenario.model_validate(
+        {
+            "name": "it-tetris",
+            "seed": 2,
+            "scale": 1.0,
+            "fabric": {"racks": 2, "hosts_per_rack": 2, "host_rate_mbps": 10, "variant": "eps"},
+            "workers": {
+                "slots_per_host": 16,
+                "cores_per_host": 12,
+                "memory_mb_per_host": 32000,
+                "disk_read_mbps_per_host": DISK_MBPS,
+                "disk_write_mbps_per_host": DISK_MBPS,
+                "container": {"cores": 1, "memory_mb": 2000},
+            },
+            "workload": {
+                "source": "tetris-suite",
+                "jobs": 4,
+                "suite": {
+                    "maps_large": 6,
+                    "maps_medium": 4,
+                    "maps_small": 2,
+                    "block_mb": 2,
+                    "cpu_heavy_s": 3,
+                    "io_heavy_s": 1,
+                },
+            },
+            "scheduler": {"policy": "tetris", "slowstart": 1.0},
+            "max_duration_s": 300,
+        }
+    )
 
 
 def test_tetris_never_over_allocates_and_tasks_keep_to_their_disk_allotment(tmp_path, tetris_scenario):
@@ -42,7 +62,9 @@ def test_tetris_never_over_allocates_and_tasks_keep_to_their_disk_allotment(tmp_
 
     # at every task start, the demands of the tasks running on that host fit its capacity in every dimension
     for start in tasks.itertuples():
-        running = tasks[(tasks.host == start.host) & (tasks.start_s <= start.start_s) & (tasks.finish_s > start.start_s)]
+        running = tasks[
+            (tasks.host == start.host) & (tasks.start_s <= start.start_s) & (tasks.finish_s > start.start_s)
+        ]
         for name in ("cores", "memory_mb", "disk_read_mbps", "disk_write_mbps", "net_in_mbps"):
             used = sum(getattr(demand(row), name) for row in running.itertuples())
             assert used <= getattr(capacity, name) + 1e-6, (start.task_id, name, used)

@@ -1,5 +1,6 @@
 """Real MapReduce jobs on the emulated network: workers in the Mininet hosts, tasks in their own cgroups,
 shuffle bytes over TCP through the ToRs, EPS and OCS."""
+
 from __future__ import annotations
 
 import json
@@ -118,7 +119,9 @@ def test_per_task_rate_cap_paces_the_shuffle(tmp_path, small_scenario):
     out = tmp_path / "run"
     assert run_scenario(s, out)["jobs_done"] == 1
     flows = pd.read_csv(out / "flows.csv")
-    shuffle = flows[(flows.kind == "shuffle") & (flows.src_host != flows.dst_host)]  # a host's own outputs stay off the wire
+    shuffle = flows[
+        (flows.kind == "shuffle") & (flows.src_host != flows.dst_host)
+    ]  # a host's own outputs stay off the wire
     assert len(shuffle) >= 4
     mbps = shuffle.bytes * 8 / (shuffle.end_s - shuffle.start_s) / 1e6
     assert mbps.max() <= cap * 1.1, mbps.tolist()
@@ -129,8 +132,12 @@ def test_bad_scenario_is_refused_and_leaves_nothing(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nfabric: {racks: 0, hosts_per_rack: 2}\n")
     before = sorted(STATE_ROOT.glob("*")) if STATE_ROOT.exists() else []
-    proc = subprocess.run([sys.executable, "-m", "hybridbed.cli", "run", str(bad), "--out", str(tmp_path / "out")],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hybridbed.cli", "run", str(bad), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert "fabric.racks" in proc.stderr
     assert not (tmp_path / "out").exists()

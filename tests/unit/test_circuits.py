@@ -47,16 +47,19 @@ def test_unchanged_demand_gives_the_same_configuration():
     assert max_weight_configuration(demand, 1, current=first) == first
 
 
-@pytest.mark.parametrize("body, message", [
-    ([{"src_rack": 0, "dst_rack": 4}], "unknown rack 4"),
-    ([{"src_rack": 1, "dst_rack": 1}], "self-circuit"),
-    ([{"src_rack": 0, "dst_rack": 1}, {"src_rack": 0, "dst_rack": 2}], "sends in two circuits"),
-    ([{"src_rack": 0, "dst_rack": 1}, {"src_rack": 2, "dst_rack": 1}], "receives in two circuits"),
-    ([{"src_rack": 0, "dst_rack": 1, "src_port": 1}], "unknown OCS port 1"),
-    ([{"src_rack": 0, "dst_rack": True}], "must be an integer"),
-    ([{"src_rack": 0, "dst_rack": 1, "colour": "red"}], "unknown field"),
-    ({"src_rack": 0}, "must be a list"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ([{"src_rack": 0, "dst_rack": 4}], "unknown rack 4"),
+        ([{"src_rack": 1, "dst_rack": 1}], "self-circuit"),
+        ([{"src_rack": 0, "dst_rack": 1}, {"src_rack": 0, "dst_rack": 2}], "sends in two circuits"),
+        ([{"src_rack": 0, "dst_rack": 1}, {"src_rack": 2, "dst_rack": 1}], "receives in two circuits"),
+        ([{"src_rack": 0, "dst_rack": 1, "src_port": 1}], "unknown OCS port 1"),
+        ([{"src_rack": 0, "dst_rack": True}], "must be an integer"),
+        ([{"src_rack": 0, "dst_rack": 1, "colour": "red"}], "unknown field"),
+        ({"src_rack": 0}, "must be a list"),
+    ],
+)
 def test_invalid_configurations_name_the_problem(body, message):
     with pytest.raises(ConfigurationError, match=message):
         parse_configuration(body, racks=4, ports_per_tor=1)
@@ -67,13 +70,16 @@ def test_valid_configuration_round_trips():
     assert config == {Circuit(0, 1), Circuit(1, 0)}
 
 
-@pytest.mark.parametrize("matrix, message", [
-    ([[0, -1], [0, 0]], r"demand\[0\]\[1\] must not be negative"),
-    ([[0, "x"], [0, 0]], r"demand\[0\]\[1\] must be a finite number"),
-    ([[0, float("nan")], [0, 0]], "finite"),
-    ([[0, 1]], "list of 2 rows"),
-    ([[0, 1], [0]], r"demand\[1\] must be a list of 2"),
-])
+@pytest.mark.parametrize(
+    "matrix, message",
+    [
+        ([[0, -1], [0, 0]], r"demand\[0\]\[1\] must not be negative"),
+        ([[0, "x"], [0, 0]], r"demand\[0\]\[1\] must be a finite number"),
+        ([[0, float("nan")], [0, 0]], "finite"),
+        ([[0, 1]], "list of 2 rows"),
+        ([[0, 1], [0]], r"demand\[1\] must be a list of 2"),
+    ],
+)
 def test_invalid_demand_is_rejected(matrix, message):
     with pytest.raises(ConfigurationError, match=message):
         parse_demand(matrix, racks=2)

@@ -1,4 +1,5 @@
 """How comparison setups map onto scenarios, and the comparison plots."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -41,8 +42,12 @@ def test_an_unknown_comparison_setup_is_refused_by_name():
 
 
 def test_plots_are_written(tmp_path):
-    table = pd.DataFrame([{"setup": "fair", "makespan_s": 10.0, "ocs_byte_share": 0.4},
-                          {"setup": "f-eps", "makespan_s": 8.0, "ocs_byte_share": 0.0}])
+    table = pd.DataFrame(
+        [
+            {"setup": "fair", "makespan_s": 10.0, "ocs_byte_share": 0.4},
+            {"setup": "f-eps", "makespan_s": 8.0, "ocs_byte_share": 0.0},
+        ]
+    )
     plot_comparison(table, {"fair": pd.Series([1.0, 3.0, 2.0]), "f-eps": pd.Series([1.0, 2.0])}, tmp_path)
     for name in ("makespan.png", "jct_cdf.png", "ocs_share.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,5 +1,6 @@
 """DAG jobs without a network: the stage model's bytes, stage release and notices in the core, the
 DAG workload, the Tez-order baselines and DAGPS's online matcher."""
+
 from __future__ import annotations
 
 import random
@@ -30,17 +31,23 @@ CONTAINER = Resources(1, 256)
 
 def diamond(job_id: str = "d", arrival: float = 0.0, queue: str = "default", long_side: float = 1.0):
     """a -> (b, c) -> d: two branches between a fan-out and a fan-in."""
-    return dag_spec(job_id, arrival, (
-        StageSpec("a", 2, 1.0, (), input_bytes=1000, output_bytes=600),
-        StageSpec("b", 3, long_side, (0,), output_bytes=90),
-        StageSpec("c", 1, 1.0, (0,), output_bytes=30),
-        StageSpec("d", 2, 1.0, (1, 2), output_bytes=10),
-    ), queue=queue)
+    return dag_spec(
+        job_id,
+        arrival,
+        (
+            StageSpec("a", 2, 1.0, (), input_bytes=1000, output_bytes=600),
+            StageSpec("b", 3, long_side, (0,), output_bytes=90),
+            StageSpec("c", 1, 1.0, (0,), output_bytes=30),
+            StageSpec("d", 2, 1.0, (1, 2), output_bytes=10),
+        ),
+        queue=queue,
+    )
 
 
 def cluster(hosts: int = 4, slots: int = 4, slowstart: float = 0.05) -> ClusterState:
-    return ClusterState(1, {f"h{i}": HostState(f"h{i}", 0, slots, Resources(slots, slots * 256))
-                            for i in range(hosts)}, slowstart)
+    return ClusterState(
+        1, {f"h{i}": HostState(f"h{i}", 0, slots, Resources(slots, slots * 256)) for i in range(hosts)}, slowstart
+    )
 
 
 def finish(core: SchedulerCore, tasks, now: float) -> None:
@@ -84,7 +91,9 @@ def test_a_dag_stage_starts_only_when_all_its_parent_stages_are_done():
     finish(core, a[1:], 2.0)
     assert {launch.task.task_id for launch in core.schedule(2.0)} == {t.task_id for t in b + c}
     notices = core.shuffle_notices()
-    assert {(n.consumer.task_id, n.source.task_id) for n in notices} == {(x.task_id, s.task_id) for x in b + c for s in a}
+    assert {(n.consumer.task_id, n.source.task_id) for n in notices} == {
+        (x.task_id, s.task_id) for x in b + c for s in a
+    }
     finish(core, b + c[:0], 3.0)
     assert core.schedule(3.0) == []  # d waits for c too
     finish(core, c, 4.0)
@@ -150,9 +159,17 @@ def test_stage_levels_and_critical_paths_on_the_diamond():
 def test_tez_orders_pick_the_stage_their_rule_ranks_first(policy: Policy, expected: str):
     """a -> x -> b (long) -> d and a -> c (short) -> d, one container: both take a, then x (level 1, on the
     long path); then b (level 2, long path) and c (level 1, short path) wait: BFS takes c, CP takes b."""
-    spec = dag_spec("j", 0.0, (
-        StageSpec("a", 1, 1.0, (), 10, 10), StageSpec("x", 1, 1.0, (0,), 0, 10),
-        StageSpec("b", 1, 9.0, (1,), 0, 10), StageSpec("c", 1, 1.0, (0,), 0, 10), StageSpec("d", 1, 1.0, (2, 3))))
+    spec = dag_spec(
+        "j",
+        0.0,
+        (
+            StageSpec("a", 1, 1.0, (), 10, 10),
+            StageSpec("x", 1, 1.0, (0,), 0, 10),
+            StageSpec("b", 1, 9.0, (1,), 0, 10),
+            StageSpec("c", 1, 1.0, (0,), 0, 10),
+            StageSpec("d", 1, 1.0, (2, 3)),
+        ),
+    )
     core = SchedulerCore(policy, cluster(hosts=1, slots=1), random.Random(1), replicas=1)
     job = build_job(spec, CONTAINER)
     core.submit(job, 0.0)
@@ -180,12 +197,15 @@ def test_dagps_reports_bounds_and_reuses_a_schedule_for_alike_jobs():
 def test_dagps_deficit_counters_bound_what_one_queue_takes_from_another():
     """Queue q1 has many short jobs (low srpt, preferred), q0 one long job; a tight unfairness bound makes
     q0 get tasks early, a loose one lets q1 take every container first."""
+
     def launches(unfairness: float) -> list[str]:
         state = cluster(hosts=1, slots=8)
         core = SchedulerCore(DagpsPolicy(srpt_weight=5.0, unfairness=unfairness), state, random.Random(1), replicas=1)
         core.submit(build_job(diamond("long", queue="q0", long_side=50.0), CONTAINER), 0.0)
         for i in range(4):
-            core.submit(build_job(dag_spec(f"s{i}", 0.0, (StageSpec("a", 2, 1.0, (), 10, 10),), queue="q1"), CONTAINER), 0.0)
+            core.submit(
+                build_job(dag_spec(f"s{i}", 0.0, (StageSpec("a", 2, 1.0, (), 10, 10),), queue="q1"), CONTAINER), 0.0
+            )
         return [state.jobs[launch.task.job_id].spec.queue for launch in core.schedule(0.0)]
 
     tight, loose = launches(0.01), launches(10.0)
@@ -196,14 +216,31 @@ def test_dagps_deficit_counters_bound_what_one_queue_takes_from_another():
 def test_a_dag_workload_runs_in_the_simulator_with_strict_precedence(tmp_path: Path):
     import pandas as pd
 
-    scenario = Scenario.model_validate({
-        "name": "sim-dag", "backend": "simulation", "seed": 3, "scale": 0.01,
-        "fabric": {"racks": 2, "hosts_per_rack": 2, "host_rate_mbps": 10, "variant": "eps"},
-        "workers": {"slots_per_host": 16, "cores_per_host": 12, "memory_mb_per_host": 32000,
-                    "disk_read_mbps_per_host": 16, "disk_write_mbps_per_host": 16},
-        "workload": {"source": "dag", "jobs": 4, "arrival_window_s": 20,
-                     "dag": {"templates": 3, "fact_tasks": 4, "max_tasks": 4}, "suite": {"cpu_heavy_s": 2}},
-        "scheduler": {"policy": "dagps"}, "max_duration_s": 3000})
+    scenario = Scenario.model_validate(
+        {
+            "name": "sim-dag",
+            "backend": "simulation",
+            "seed": 3,
+            "scale": 0.01,
+            "fabric": {"racks": 2, "hosts_per_rack": 2, "host_rate_mbps": 10, "variant": "eps"},
+            "workers": {
+                "slots_per_host": 16,
+                "cores_per_host": 12,
+                "memory_mb_per_host": 32000,
+                "disk_read_mbps_per_host": 16,
+                "disk_write_mbps_per_host": 16,
+            },
+            "workload": {
+                "source": "dag",
+                "jobs": 4,
+                "arrival_window_s": 20,
+                "dag": {"templates": 3, "fact_tasks": 4, "max_tasks": 4},
+                "suite": {"cpu_heavy_s": 2},
+            },
+            "scheduler": {"policy": "dagps"},
+            "max_duration_s": 3000,
+        }
+    )
     summary = run_simulation(scenario, tmp_path / "run")
     assert summary["status"] == "done" and summary["jobs_done"] == 4
     tasks = pd.read_csv(tmp_path / "run" / "tasks.csv").set_index("task_id")
@@ -223,8 +260,18 @@ def test_dag_workload_knobs_are_checked_by_name():
     from pydantic import ValidationError
 
     with pytest.raises(ValidationError, match="size_factors must be positive"):
-        Scenario.model_validate({"name": "x", "fabric": {"racks": 2, "hosts_per_rack": 1},
-                                 "workload": {"source": "dag", "dag": {"size_factors": [1, -2]}}})
+        Scenario.model_validate(
+            {
+                "name": "x",
+                "fabric": {"racks": 2, "hosts_per_rack": 1},
+                "workload": {"source": "dag", "dag": {"size_factors": [1, -2]}},
+            }
+        )
     with pytest.raises(SpecError, match="policy_params.dagps: .*space_hosts: .*greater than or equal to 1"):
-        validate_scenario({"name": "x", "fabric": {"racks": 2, "hosts_per_rack": 1},
-                           "scheduler": {"policy": "dagps", "policy_params": {"dagps": {"space_hosts": 0}}}})
+        validate_scenario(
+            {
+                "name": "x",
+                "fabric": {"racks": 2, "hosts_per_rack": 1},
+                "scheduler": {"policy": "dagps", "policy_params": {"dagps": {"space_hosts": 0}}},
+            }
+        )

@@ -1,4 +1,5 @@
 """DAGPS's offline schedule and lower bounds on small DAGs (the DAGPS paper, §4 and §6)."""
+
 from __future__ import annotations
 
 import random
@@ -35,7 +36,7 @@ def random_dag(rng: random.Random, n: int) -> nx.DiGraph:
     stages = [f"s{i}" for i in range(rng.randint(2, 5))]
     shape = {s: (rng.uniform(0.5, 5), (rng.uniform(0.05, 1), rng.uniform(0.05, 1))) for s in stages}
     tasks = {f"t{i}": (*shape[stage], stage) for i, stage in enumerate(rng.choice(stages) for _ in range(n))}
-    reads = {(a, b) for i, a in enumerate(stages) for b in stages[i + 1:] if rng.random() < 0.5}
+    reads = {(a, b) for i, a in enumerate(stages) for b in stages[i + 1 :] if rng.random() < 0.5}
     edges = [(x, y) for x, (_, _, a) in tasks.items() for y, (_, _, b) in tasks.items() if (a, b) in reads]
     return dag(tasks, edges)
 
@@ -52,8 +53,15 @@ def assert_valid(graph: nx.DiGraph, placed: dict[str, tuple[int, float, float]],
 
 def test_lower_bounds_of_a_chain_beside_a_wide_stage():
     # a -> b -> c (a chain of 6 s), and four tasks of one stage each needing half of a machine's memory
-    graph = dag({"a": (1, (0.1, 0.1), "A"), "b": (2, (0.1, 0.1), "B"), "c": (3, (0.1, 0.1), "C"),
-                 **{f"w{i}": (2, (0.1, 0.5), "W") for i in range(4)}}, [("a", "b"), ("b", "c")])
+    graph = dag(
+        {
+            "a": (1, (0.1, 0.1), "A"),
+            "b": (2, (0.1, 0.1), "B"),
+            "c": (3, (0.1, 0.1), "C"),
+            **{f"w{i}": (2, (0.1, 0.5), "W") for i in range(4)},
+        },
+        [("a", "b"), ("b", "c")],
+    )
     bounds = lower_bounds(graph, machines=1)
     assert bounds.cp_len == 6
     assert bounds.t_work == pytest.approx(4 * 2 * 0.5 + (1 + 2 + 3) * 0.1)  # memory, one machine
@@ -64,7 +72,10 @@ def test_lower_bounds_of_a_chain_beside_a_wide_stage():
 
 def test_new_lb_adds_the_totally_ordered_parts():
     # maps -> reduces, all to all: two parts, each bounded by its own work
-    tasks = {**{f"m{i}": (1, (0.5, 0.1), "map") for i in range(4)}, **{f"r{j}": (2, (0.1, 0.6), "red") for j in range(2)}}
+    tasks = {
+        **{f"m{i}": (1, (0.5, 0.1), "map") for i in range(4)},
+        **{f"r{j}": (2, (0.1, 0.6), "red") for j in range(2)},
+    }
     graph = dag(tasks, [(f"m{i}", f"r{j}") for i in range(4) for j in range(2)])
     assert totally_ordered_parts(graph) == [[f"m{i}" for i in range(4)], ["r0", "r1"]]
     bounds = lower_bounds(graph, machines=2)
@@ -99,8 +110,10 @@ def test_troublesome_tasks_first_overlaps_the_long_tasks():
     that cannot run beside a long one. Greedy list scheduling starts the ready long task and serialises;
     placing the long tasks first and their parents before them overlaps all three."""
     long, short = (10.0, (0.3, 0.3)), (0.1, (0.1, 0.8))
-    graph = dag({"t0": (*long, "A"), "t2": (*long, "B"), "t4": (*long, "B"), "t1": (*short, "C"), "t3": (*short, "C")},
-                [("t1", "t2"), ("t3", "t4"), ("t1", "t4"), ("t3", "t2")])
+    graph = dag(
+        {"t0": (*long, "A"), "t2": (*long, "B"), "t4": (*long, "B"), "t1": (*short, "C"), "t3": (*short, "C")},
+        [("t1", "t2"), ("t3", "t4"), ("t1", "t4"), ("t3", "t2")],
+    )
     greedy = place_forward(set(graph), Space(1), graph)
     assert greedy.length == pytest.approx(20.2)
     schedule = build_schedule(graph, machines=1)

@@ -1,4 +1,5 @@
 """DSP's per-level deadlines and dependency-aware priorities (Eqs. 12-13) on a hand DAG."""
+
 from __future__ import annotations
 
 import networkx as nx

@@ -1,5 +1,6 @@
 """DSP's plan (MILP and list schedule), the dependency and deadline metrics, and DSP with its baselines on
 a small DAG workload in the simulator."""
+
 from __future__ import annotations
 
 import random
@@ -23,8 +24,11 @@ CONTAINER = Resources(1, 256)
 
 
 def test_the_list_schedule_keeps_dependencies_and_cores():
-    tasks = [PlanTask("a0", "j", "a", (), 4.0, 2, 0.0, 100.0), PlanTask("a1", "j", "a", (), 2.0, 2, 0.0, 100.0),
-             PlanTask("b0", "j", "b", ("a",), 1.0, 1, 0.0, 100.0)]
+    tasks = [
+        PlanTask("a0", "j", "a", (), 4.0, 2, 0.0, 100.0),
+        PlanTask("a1", "j", "a", (), 2.0, 2, 0.0, 100.0),
+        PlanTask("b0", "j", "b", ("a",), 1.0, 1, 0.0, 100.0),
+    ]
     starts = list_schedule(tasks, [PlanHost("h0", 2, 4), PlanHost("h1", 2, 4, busy=((3.0, 2),))], 0.0)
     assert starts["a0"] == ("h0", 0.0)  # h1 is busy until 3
     assert starts["a1"] == ("h1", 3.0)
@@ -35,8 +39,11 @@ def test_the_milp_finds_the_schedule_that_meets_a_deadline_the_list_schedule_mis
     """Two cores; a 2-core task of a relaxed job comes first in the list, a chain of two 1-core tasks with
     a close deadline second. The list schedule runs the big task first and the chain misses its deadline
     by 9 s (objective 21 + 9); the MILP runs the chain first, beside nothing, and meets it (21)."""
-    tasks = [PlanTask("big", "A", "a", (), 10.0, 2, 0.0, 100.0),
-             PlanTask("b1", "B", "b1", (), 1.0, 1, 0.0, 12.0), PlanTask("b2", "B", "b2", ("b1",), 10.0, 1, 0.0, 12.0)]
+    tasks = [
+        PlanTask("big", "A", "a", (), 10.0, 2, 0.0, 100.0),
+        PlanTask("b1", "B", "b1", (), 1.0, 1, 0.0, 12.0),
+        PlanTask("b2", "B", "b2", ("b1",), 10.0, 1, 0.0, 12.0),
+    ]
     hosts = [PlanHost("h", 2, 4)]
     greedy = list_schedule(tasks, hosts, 0.0)
     assert objective(tasks, greedy, 0.0) == pytest.approx(30.0)
@@ -53,8 +60,11 @@ def test_the_plan_falls_back_to_the_list_schedule_without_time_for_the_milp():
 
 
 def chain(job_id: str, arrival: float = 0.0):
-    return dag_spec(job_id, arrival, (StageSpec("a", 2, 4.0, (), input_bytes=100, output_bytes=10),
-                                      StageSpec("b", 1, 2.0, (0,), output_bytes=10)))
+    return dag_spec(
+        job_id,
+        arrival,
+        (StageSpec("a", 2, 4.0, (), input_bytes=100, output_bytes=10), StageSpec("b", 1, 2.0, (0,), output_bytes=10)),
+    )
 
 
 def test_deadlines_are_the_critical_path_times_a_slack_drawn_from_the_range():
@@ -87,8 +97,10 @@ def test_aalo_moves_a_job_down_its_queues_as_it_is_served():
     policy = AaloPolicy(queues=3, first_queue_core_s=10.0, multiplier=10.0)
     cluster = ClusterState(1, {"h": HostState("h", 0, 4, Resources(4, 1024))}, 1.0)
     core = SchedulerCore(policy, cluster, random.Random(1))
-    small, big = build_job(chain("small"), CONTAINER), build_job(dag_spec("big", 0.0, (
-        StageSpec("a", 30, 4.0, (), input_bytes=100, output_bytes=10),)), CONTAINER)
+    small, big = (
+        build_job(chain("small"), CONTAINER),
+        build_job(dag_spec("big", 0.0, (StageSpec("a", 30, 4.0, (), input_bytes=100, output_bytes=10),)), CONTAINER),
+    )
     core.submit(small, 0.0)
     core.submit(big, 0.0)
     assert policy.queue_of(small, cluster) == policy.queue_of(big, cluster) == 0

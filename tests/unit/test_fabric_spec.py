@@ -14,22 +14,28 @@ def test_eps_rate_follows_oversubscription_and_variant():
     assert FabricSpec(racks=2, hosts_per_rack=4, ocs_rate_mbps=33, variant="f-eps").eps_uplink_mbps == 33
 
 
-@pytest.mark.parametrize("data, field", [
-    ({"racks": 0, "hosts_per_rack": 1}, "racks"),
-    ({"racks": 2, "hosts_per_rack": 1, "host_rate_mbps": -5}, "host_rate_mbps"),
-    ({"racks": 2, "hosts_per_rack": 1, "ocs_rate_mbps": "fast"}, "ocs_rate_mbps"),
-    ({"racks": 2, "hosts_per_rack": 1, "tor_colour": "red"}, "tor_colour"),
-])
+@pytest.mark.parametrize(
+    "data, field",
+    [
+        ({"racks": 0, "hosts_per_rack": 1}, "racks"),
+        ({"racks": 2, "hosts_per_rack": 1, "host_rate_mbps": -5}, "host_rate_mbps"),
+        ({"racks": 2, "hosts_per_rack": 1, "ocs_rate_mbps": "fast"}, "ocs_rate_mbps"),
+        ({"racks": 2, "hosts_per_rack": 1, "tor_colour": "red"}, "tor_colour"),
+    ],
+)
 def test_bad_fabric_values_name_their_field(data, field):
     with pytest.raises(SpecError, match=field):
         parse_spec(FabricSpec, data)
 
 
-@pytest.mark.parametrize("data, field", [
-    ({"racks": 2, "hosts_per_rack": 1, "host_rate_mbps": 5000}, "host_rate_mbps"),
-    ({"racks": 2, "hosts_per_rack": 1, "ocs_rate_mbps": 100_000}, "ocs_rate_mbps"),
-    ({"racks": 2, "hosts_per_rack": 100, "host_rate_mbps": 1000, "oversubscription": 1}, "EPS uplink rate"),
-])
+@pytest.mark.parametrize(
+    "data, field",
+    [
+        ({"racks": 2, "hosts_per_rack": 1, "host_rate_mbps": 5000}, "host_rate_mbps"),
+        ({"racks": 2, "hosts_per_rack": 1, "ocs_rate_mbps": 100_000}, "ocs_rate_mbps"),
+        ({"racks": 2, "hosts_per_rack": 100, "host_rate_mbps": 1000, "oversubscription": 1}, "EPS uplink rate"),
+    ],
+)
 def test_rates_above_a_shaped_link_are_for_simulation_only(data, field):
     fabric = parse_spec(FabricSpec, data)
     assert any(field in problem for problem in fabric.emulation_limits())
@@ -52,7 +58,11 @@ def test_address_plan_is_unique_and_consistent():
     hosts = plan.hosts()
     assert len({h.ip for h in hosts}) == len({h.mac for h in hosts}) == len({h.name for h in hosts}) == 12
     assert all(plan.rack_of_ip(h.ip) == h.rack for h in hosts)
-    tor_ports = [h.tor_port for h in hosts if h.rack == 0] + [plan.tor_eps_port, plan.tor_ocs_port(0), plan.tor_ocs_port(1)]
+    tor_ports = [h.tor_port for h in hosts if h.rack == 0] + [
+        plan.tor_eps_port,
+        plan.tor_ocs_port(0),
+        plan.tor_ocs_port(1),
+    ]
     assert len(set(tor_ports)) == len(tor_ports)
     ocs_ports = [plan.ocs_port(r, k) for r in range(3) for k in range(2)]
     assert sorted(ocs_ports) == list(range(1, 7))

@@ -1,4 +1,5 @@
 """Max-min fair rates on hand-checked cases, and against a plain progressive filling on random ones."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -74,8 +75,10 @@ def test_matches_plain_progressive_filling(seed):
     rng = np.random.default_rng(seed)
     n_links, n_flows = int(rng.integers(2, 8)), int(rng.integers(1, 25))
     capacities = rng.uniform(1, 10, n_links).round(1).tolist()
-    paths = [sorted(rng.choice(n_links, size=int(rng.integers(1, min(4, n_links) + 1)), replace=False).tolist())
-             for _ in range(n_flows)]
+    paths = [
+        sorted(rng.choice(n_links, size=int(rng.integers(1, min(4, n_links) + 1)), replace=False).tolist())
+        for _ in range(n_flows)
+    ]
     caps = [float(rng.uniform(0.2, 5)) if rng.random() < 0.3 else INF for _ in range(n_flows)]
     expected = progressive_filling(paths, capacities, [c if c != INF else 1e18 for c in caps])
     assert rates(paths, capacities, caps) == pytest.approx(expected, rel=1e-6)

@@ -1,5 +1,6 @@
 """The package layering, read from the code's own imports (ast): no import circle between files, and every
 package imports only the packages its row below allows. README, Architecture, explains the order."""
+
 from __future__ import annotations
 
 import ast
@@ -21,8 +22,17 @@ ALLOWED: dict[str, set[str]] = {
     "testbed": {"config", "controller", "workers.cgroups"},
     "results": {"config", "scheduler.model", "controller.events"},
     "simulator": {"config", "scheduler", "workloads", "results", "controller.circuits", "controller.events"},
-    "experiments": {"config", "scheduler", "policies", "workloads", "controller", "workers", "testbed", "results",
-                    "simulator"},
+    "experiments": {
+        "config",
+        "scheduler",
+        "policies",
+        "workloads",
+        "controller",
+        "workers",
+        "testbed",
+        "results",
+        "simulator",
+    },
     "cli": {"config", "scheduler", "experiments", "testbed", "workloads"},
 }
 
@@ -57,8 +67,11 @@ def package_of(module: str) -> str:
 
 
 def test_no_relative_imports():
-    relative = [str(p) for p in ROOT.rglob("*.py")
-                if any(isinstance(n, ast.ImportFrom) and n.level for n in ast.walk(ast.parse(p.read_text())))]
+    relative = [
+        str(p)
+        for p in ROOT.rglob("*.py")
+        if any(isinstance(n, ast.ImportFrom) and n.level for n in ast.walk(ast.parse(p.read_text())))
+    ]
     assert not relative, "use absolute imports, so the layering check sees them"
 
 

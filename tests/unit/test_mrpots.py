@@ -1,4 +1,5 @@
 """MR-POTS's pieces on one pool: MUA's LP on hand cases, DRP's order, and DRP never starving a subtask."""
+
 from __future__ import annotations
 
 import random
@@ -42,8 +43,14 @@ def test_drp_serves_first_come_first_within_a_group_and_one_per_group():
 def test_predecessors_of_a_waiting_groups_best_go_first():
     """'u' unlocks 'v', which would be the best of the network group once eligible: 'u' is served alone."""
     pool = PoolSimulation()
-    pool.submit([Subtask("x", (1.5, 0.1)), Subtask("u", (1.0, 0.1)), Subtask("v", (0.1, 0.5), after=("u",)),
-                 Subtask("w", (0.1, 4.0))])
+    pool.submit(
+        [
+            Subtask("x", (1.5, 0.1)),
+            Subtask("u", (1.0, 0.1)),
+            Subtask("v", (0.1, 0.5), after=("u",)),
+            Subtask("w", (0.1, 4.0)),
+        ]
+    )
     assert [s.key for s in pool.pick()] == ["u"]
     while not pool.done():
         pool.step()

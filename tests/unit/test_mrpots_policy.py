@@ -1,5 +1,6 @@
 """MR-POTS on a cluster and its baselines: how each shares a host, whom it starts, and a small MR-POTS
 scenario in the simulator."""
+
 from __future__ import annotations
 
 import random

@@ -1,4 +1,5 @@
 """Reading each flow's path off the circuit timeline, and the EPS/OCS byte split off the counters."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -10,6 +11,7 @@ from hybridbed.results.path_accounting import flow_path, lit_intervals, uplink_b
 def event(seq, before, after, dark_from, dark_until):
     def as_list(pairs):
         return [{"src_rack": a, "dst_rack": b} for a, b in pairs]
+
     return OcsEvent(seq, "api", dark_from, dark_from, dark_until, dark_until, 10.0, as_list(before), as_list(after))
 
 
@@ -36,9 +38,14 @@ def test_flow_path_follows_its_circuit():
 
 
 def test_uplink_bytes_are_counter_deltas_per_link_kind():
-    links = pd.DataFrame([
-        {"link": "tor0-eps", "tx_bytes": 100}, {"link": "tor0-ocs0", "tx_bytes": 1000},
-        {"link": "tor0-eps", "tx_bytes": 150}, {"link": "tor0-ocs0", "tx_bytes": 4000},
-        {"link": "tor1-eps", "tx_bytes": 7}, {"link": "tor1-eps", "tx_bytes": 17},
-    ])
+    links = pd.DataFrame(
+        [
+            {"link": "tor0-eps", "tx_bytes": 100},
+            {"link": "tor0-ocs0", "tx_bytes": 1000},
+            {"link": "tor0-eps", "tx_bytes": 150},
+            {"link": "tor0-ocs0", "tx_bytes": 4000},
+            {"link": "tor1-eps", "tx_bytes": 7},
+            {"link": "tor1-eps", "tx_bytes": 17},
+        ]
+    )
     assert uplink_bytes(links) == (60, 3000)

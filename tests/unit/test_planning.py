@@ -1,5 +1,6 @@
 """Offline planning without a network: the OCS transfer model, the latency response function, the Corral
 and JobPacker planners, and their run-time policies driven by the scheduler core."""
+
 from __future__ import annotations
 
 import random
@@ -86,9 +87,21 @@ def recurring_specs(count: int, seed: int, arrival_window: float = 0.0) -> list[
         maps, reduces = rng.randint(1, 14), rng.randint(1, 6)
         shuffle = int(rng.choice([0.2, 1, 8, 30]) * 1e6)
         arrival = round(rng.uniform(0, arrival_window), 1)
-        specs.append(JobSpec(f"j{i}", arrival, maps * 1_000_000, shuffle, 1000, maps, reduces,
-                             rng.uniform(1, 4), rng.uniform(1, 4), recurring=True,
-                             predicted=Predicted(arrival, maps * 1_000_000, shuffle, 1000)))
+        specs.append(
+            JobSpec(
+                f"j{i}",
+                arrival,
+                maps * 1_000_000,
+                shuffle,
+                1000,
+                maps,
+                reduces,
+                rng.uniform(1, 4),
+                rng.uniform(1, 4),
+                recurring=True,
+                predicted=Predicted(arrival, maps * 1_000_000, shuffle, 1000),
+            )
+        )
     return specs
 
 
@@ -120,7 +133,8 @@ def assert_valid_plan(plan, specs, racks):
         if b.kind is StageKind.REDUCE:
             assert b.start_s >= job.maps.end_s - 1e-9
     assert sorted(j for seq in plan.sequences.values() for j, _ in seq) == sorted(
-        (j for j, p in plan.jobs.items() for stage in (p.maps, p.reduces) if stage for _ in stage.racks))
+        (j for j, p in plan.jobs.items() for stage in (p.maps, p.reduces) if stage for _ in stage.racks)
+    )
     assert set(plan.sequences) == set(range(racks))
 
 
@@ -152,9 +166,23 @@ def test_corral_widens_a_job_until_its_maps_run_in_one_wave_unless_the_shuffle_c
 
 
 def test_sub_batches_split_every_demand_evenly():
-    jobs = [profile(f"j{i}", maps=m, reduces=r, shuffle=s)
-            for i, (m, r, s) in enumerate([(40, 10, 90), (35, 9, 80), (30, 8, 70), (5, 1, 5), (4, 1, 4), (6, 2, 6),
-                                           (20, 5, 40), (22, 5, 45), (3, 1, 2), (2, 1, 1)])]
+    jobs = [
+        profile(f"j{i}", maps=m, reduces=r, shuffle=s)
+        for i, (m, r, s) in enumerate(
+            [
+                (40, 10, 90),
+                (35, 9, 80),
+                (30, 8, 70),
+                (5, 1, 5),
+                (4, 1, 4),
+                (6, 2, 6),
+                (20, 5, 40),
+                (22, 5, 45),
+                (3, 1, 2),
+                (2, 1, 1),
+            ]
+        )
+    ]
     batches = sub_batches(jobs, 3)
     assert sorted(j.job_id for b in batches for j in b) == sorted(j.job_id for j in jobs)
     totals = [sum(j.n_maps for j in b) for b in batches]
@@ -169,10 +197,16 @@ def test_sub_batch_score_is_the_dot_product_of_demand_and_remaining_capacity():
 
 
 def cluster(racks=4, hosts=2, slots=2, slowstart=1.0) -> ClusterState:
-    return ClusterState(racks, {
-        f"r{r}h{h}": HostState(f"r{r}h{h}", r, slots, Resources(slots, slots * 256))
-        for r in range(racks) for h in range(hosts)
-    }, slowstart, network=network())
+    return ClusterState(
+        racks,
+        {
+            f"r{r}h{h}": HostState(f"r{r}h{h}", r, slots, Resources(slots, slots * 256))
+            for r in range(racks)
+            for h in range(hosts)
+        },
+        slowstart,
+        network=network(),
+    )
 
 
 def run_to_completion(policy, specs, state: ClusterState) -> dict:

@@ -1,4 +1,5 @@
 """Preemption and live CPU shares in the scheduler core: what a suspended, resumed or killed task holds."""
+
 from __future__ import annotations
 
 import random
@@ -17,6 +18,7 @@ TASK = Resources(2, 1000)
 
 class Scripted(FifoPolicy):
     """FIFO, plus whatever preemptions and shares a test queues for the next round."""
+
     name = "scripted"
 
     def __init__(self) -> None:
@@ -131,6 +133,7 @@ def test_bad_preemptions_are_refused_by_name():
 class OnTheClock(Scripted):
     """FIFO, and at each (time, action, fraction) of a script, that action on the task running then (a share:
     that fraction of its demand)."""
+
     name = "on-the-clock"
 
     def __init__(self, script: list[tuple[float, str, float | None]]) -> None:
@@ -148,8 +151,13 @@ class OnTheClock(Scripted):
         return super().preempt(cluster)
 
 
-def simulate_one_task(tmp_path, script: list[tuple[float, str, float | None]], overhead_s: float = 0.0,
-                      writes: bool = False, write_rate_mbps: float = 0.0) -> float:
+def simulate_one_task(
+    tmp_path,
+    script: list[tuple[float, str, float | None]],
+    overhead_s: float = 0.0,
+    writes: bool = False,
+    write_rate_mbps: float = 0.0,
+) -> float:
     """One 4-second task alone in a simulated cluster, the policy acting on it as `script` says; returns when
     the task finished. `writes`: it also writes 8 MB to a 1 MB/s disk (8 s, alongside its compute), at
     `write_rate_mbps` if given."""
@@ -157,15 +165,35 @@ def simulate_one_task(tmp_path, script: list[tuple[float, str, float | None]], o
     from hybridbed.results.records import ACTION_FIELDS, TASK_FIELDS, AllocationTimeline, CsvLog
     from hybridbed.simulator.engine import ResultLogs, Simulation
 
-    scenario = Scenario.model_validate({
-        "name": "preempt", "backend": "simulation", "fabric": {"racks": 2, "hosts_per_rack": 1},
-        "workers": {"slots_per_host": 2, "cores_per_host": 2, "resume_overhead_s": overhead_s, "heartbeat_s": 0.25,
-                    "disk_read_mbps_per_host": 8 if writes else 0, "disk_write_mbps_per_host": 8 if writes else 0},
-        "scheduler": {"policy": "fifo"}})
-    logs = ResultLogs(*(CsvLog(tmp_path / f"{name}.csv", fields) for name, fields in (
-        ("jobs", ["job_id"]), ("tasks", TASK_FIELDS), ("flows", ["task_id"]), ("ocs", ["seq"]),
-        ("actions", ACTION_FIELDS))),
-                      AllocationTimeline(tmp_path / "allocation.csv"))
+    scenario = Scenario.model_validate(
+        {
+            "name": "preempt",
+            "backend": "simulation",
+            "fabric": {"racks": 2, "hosts_per_rack": 1},
+            "workers": {
+                "slots_per_host": 2,
+                "cores_per_host": 2,
+                "resume_overhead_s": overhead_s,
+                "heartbeat_s": 0.25,
+                "disk_read_mbps_per_host": 8 if writes else 0,
+                "disk_write_mbps_per_host": 8 if writes else 0,
+            },
+            "scheduler": {"policy": "fifo"},
+        }
+    )
+    logs = ResultLogs(
+        *(
+            CsvLog(tmp_path / f"{name}.csv", fields)
+            for name, fields in (
+                ("jobs", ["job_id"]),
+                ("tasks", TASK_FIELDS),
+                ("flows", ["task_id"]),
+                ("ocs", ["seq"]),
+                ("actions", ACTION_FIELDS),
+            )
+        ),
+        AllocationTimeline(tmp_path / "allocation.csv"),
+    )
     simulation = Simulation(scenario, logs)
     simulation.core.policy = OnTheClock(script)
     output = 8_000_000 if writes else 0
@@ -178,12 +206,14 @@ def simulate_one_task(tmp_path, script: list[tuple[float, str, float | None]], o
 
 def test_the_simulator_pauses_a_suspended_task_and_charges_the_recovery(tmp_path):
     assert simulate_one_task(tmp_path, []) == pytest.approx(4.0)
-    assert simulate_one_task(tmp_path, [(1.0, "suspend", None), (3.0, "resume", None)], overhead_s=0.5) == \
-        pytest.approx(6.5)  # 4 s of compute, 2 s suspended, 0.5 s to recover
+    assert simulate_one_task(
+        tmp_path, [(1.0, "suspend", None), (3.0, "resume", None)], overhead_s=0.5
+    ) == pytest.approx(6.5)  # 4 s of compute, 2 s suspended, 0.5 s to recover
     # its disk write (longer than its compute) stops with it and goes on from where it was
     assert simulate_one_task(tmp_path, [], writes=True) == pytest.approx(8.0, rel=0.01)
-    assert simulate_one_task(tmp_path, [(1.0, "suspend", None), (3.0, "resume", None)], writes=True) == \
-        pytest.approx(10.0, rel=0.01)
+    assert simulate_one_task(tmp_path, [(1.0, "suspend", None), (3.0, "resume", None)], writes=True) == pytest.approx(
+        10.0, rel=0.01
+    )
 
 
 def test_the_simulator_restarts_a_killed_task_from_scratch(tmp_path):
@@ -196,5 +226,6 @@ def test_the_simulator_computes_at_the_tasks_share_of_its_cores(tmp_path):
 
 def test_the_simulator_holds_a_tasks_flows_to_its_new_share(tmp_path):
     # 8 MB at 1 MB/s; from 1 s at half the rate: 7 MB at 0.5 MB/s ends at 15 s (the compute, at half pace, at 7 s)
-    assert simulate_one_task(tmp_path, [(1.0, "share", 0.5)], writes=True, write_rate_mbps=8) == \
-        pytest.approx(15.0, rel=0.01)
+    assert simulate_one_task(tmp_path, [(1.0, "share", 0.5)], writes=True, write_rate_mbps=8) == pytest.approx(
+        15.0, rel=0.01
+    )

@@ -1,4 +1,5 @@
 """The flow entries the controller installs, computed without a switch (controller/rules.py)."""
+
 from __future__ import annotations
 
 import pytest
@@ -39,14 +40,16 @@ def test_a_lit_circuit_steers_only_its_source_tor_and_only_marked_traffic_in_mar
     marked = [e for e in switch_entries(PLAN, MARKED, PLAN.tor_dpid(0), CIRCUIT_0_TO_1) if e.priority == PRIO_CIRCUIT]
     assert marked[0].match_fields()["ip_dscp"] == 10
     for rack in (1, 2):  # the other ToRs keep using the EPS for everything
-        assert not [e for e in switch_entries(PLAN, ALL, PLAN.tor_dpid(rack), CIRCUIT_0_TO_1)
-                    if e.priority == PRIO_CIRCUIT]
+        assert not [
+            e for e in switch_entries(PLAN, ALL, PLAN.tor_dpid(rack), CIRCUIT_0_TO_1) if e.priority == PRIO_CIRCUIT
+        ]
 
 
 def test_the_eps_routes_by_rack_subnet_and_the_ocs_only_along_lit_circuits():
     eps = switch_entries(PLAN, ALL, EPS_DPID, CIRCUIT_0_TO_1)
     assert {(e.match_fields()["ipv4_dst"], e.out_port) for e in eps} == {
-        (PLAN.rack_subnet(r), PLAN.eps_port(r)) for r in range(3)}
+        (PLAN.rack_subnet(r), PLAN.eps_port(r)) for r in range(3)
+    }
     assert switch_entries(PLAN, ALL, OCS_DPID, frozenset()) == []
     (ocs,) = switch_entries(PLAN, ALL, OCS_DPID, CIRCUIT_0_TO_1)
     assert ocs.match_fields() == {"in_port": PLAN.ocs_port(0, 0)} and ocs.out_port == PLAN.ocs_port(1, 0)

@@ -1,4 +1,5 @@
 """Scheduler logic without a network: job model, placement, Fair shares and delay scheduling, the core."""
+
 from __future__ import annotations
 
 import random
@@ -18,10 +19,15 @@ CONTAINER = Resources(1, 256)
 
 
 def cluster(racks: int = 2, hosts: int = 2, slots: int = 2, slowstart: float = 1.0) -> ClusterState:
-    return ClusterState(racks, {
-        f"r{r}h{h}": HostState(f"r{r}h{h}", r, slots, Resources(slots, slots * 256))
-        for r in range(racks) for h in range(hosts)
-    }, slowstart)
+    return ClusterState(
+        racks,
+        {
+            f"r{r}h{h}": HostState(f"r{r}h{h}", r, slots, Resources(slots, slots * 256))
+            for r in range(racks)
+            for h in range(hosts)
+        },
+        slowstart,
+    )
 
 
 def spec(job_id: str, maps: int = 4, reduces: int = 2, arrival: float = 0.0, shuffle: int = 10_000) -> JobSpec:

@@ -1,5 +1,6 @@
 """The central scheduler process of an emulated run, driven over its real control socket by scripted agents
 (no network, no root): registration, input placement, launches, notices, results, a lost worker."""
+
 from __future__ import annotations
 
 import json
@@ -20,12 +21,16 @@ HOSTS = ["r0h0", "r1h0"]
 
 
 def scenario(jobs: int = 3) -> dict:
-    return {"name": "process", "seed": 4, "scale": 0.001,
-            "fabric": {"racks": 2, "hosts_per_rack": 1},
-            "workers": {"slots_per_host": 2, "heartbeat_s": 0.2},
-            "workload": {"jobs": jobs, "max_shuffle_gb": 2},
-            "scheduler": {"policy": "fifo", "heartbeat_timeout_s": 1.0, "replicas": 2},
-            "max_duration_s": 60}
+    return {
+        "name": "process",
+        "seed": 4,
+        "scale": 0.001,
+        "fabric": {"racks": 2, "hosts_per_rack": 1},
+        "workers": {"slots_per_host": 2, "heartbeat_s": 0.2},
+        "workload": {"jobs": jobs, "max_shuffle_gb": 2},
+        "scheduler": {"policy": "fifo", "heartbeat_timeout_s": 1.0, "replicas": 2},
+        "max_duration_s": 60,
+    }
 
 
 class ScriptedAgent:
@@ -41,17 +46,38 @@ class ScriptedAgent:
         self.stopped = threading.Event()
 
     def start(self) -> None:
-        self.channel.send({"op": "register", "host": self.host, "rack": self.rack, "ip": f"10.0.{self.rack}.1",
-                           "slots": 2, "cores": 2.0, "memory_mb": 2048.0, "pid": 1})
+        self.channel.send(
+            {
+                "op": "register",
+                "host": self.host,
+                "rack": self.rack,
+                "ip": f"10.0.{self.rack}.1",
+                "slots": 2,
+                "cores": 2.0,
+                "memory_mb": 2048.0,
+                "pid": 1,
+            }
+        )
         threading.Thread(target=self._beat, daemon=True).start()
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _beat(self) -> None:
         while not self.stopped.wait(0.2):
             try:
-                self.channel.send({"op": "heartbeat", "host": self.host, "running": 0, "cpu_percent": 0.0,
-                                   "rss_mb": 0.0, "time": time.time(), "io_read_mbps": 0.0, "io_write_mbps": 0.0,
-                                   "net_in_mbps": 0.0, "net_out_mbps": 0.0})
+                self.channel.send(
+                    {
+                        "op": "heartbeat",
+                        "host": self.host,
+                        "running": 0,
+                        "cpu_percent": 0.0,
+                        "rss_mb": 0.0,
+                        "time": time.time(),
+                        "io_read_mbps": 0.0,
+                        "io_write_mbps": 0.0,
+                        "net_in_mbps": 0.0,
+                        "net_out_mbps": 0.0,
+                    }
+                )
             except OSError:
                 return
 
@@ -69,9 +95,18 @@ class ScriptedAgent:
                 break  # dies holding the task: the scheduler must run it elsewhere
             ident = {"task_id": task["task_id"], "attempt": task["attempt"], "host": self.host}
             now = time.time()
-            self.channel.send({"op": "finished", **ident, "event": "done", "read_local_bytes": 0,
-                               "read_remote_bytes": 0, "fetched_bytes": 0, "written_bytes": task["output_bytes"],
-                               "time": now})
+            self.channel.send(
+                {
+                    "op": "finished",
+                    **ident,
+                    "event": "done",
+                    "read_local_bytes": 0,
+                    "read_remote_bytes": 0,
+                    "fetched_bytes": 0,
+                    "written_bytes": task["output_bytes"],
+                    "time": now,
+                }
+            )
         self.stopped.set()
         self.channel.close()
 
@@ -83,8 +118,11 @@ def start_scheduler(out_dir: Path, data: dict) -> tuple[subprocess.Popen, str, d
     data_dirs = {h: out_dir / "hosts" / h for h in HOSTS}
     hosts = [{"name": h, "rack": r, "ip": f"10.0.{r}.1", "data_dir": str(data_dirs[h])} for r, h in enumerate(HOSTS)]
     (out_dir / "cluster.json").write_text(json.dumps({"socket": socket_path, "controller_port": None, "hosts": hosts}))
-    proc = subprocess.Popen([sys.executable, "-m", "hybridbed.experiments.scheduler_process", str(out_dir)],
-                            stdout=(out_dir / "scheduler.log").open("w"), stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hybridbed.experiments.scheduler_process", str(out_dir)],
+        stdout=(out_dir / "scheduler.log").open("w"),
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.monotonic() + 30
     while not Path(socket_path).exists():
         assert proc.poll() is None, (out_dir / "scheduler.log").read_text()

@@ -1,4 +1,5 @@
 """The flow-level simulator: paths and circuits, reproducibility, and that every byte of a workload moves."""
+
 from __future__ import annotations
 
 import json
@@ -68,8 +69,9 @@ def test_demand_below_the_threshold_lights_nothing_and_a_removed_circuit_sends_i
 
 
 def simulate(tmp_path: Path, policy: str, name: str, **overrides) -> Path:
-    scenario = load_scenario(REPO / "scenarios" / "quickstart.yaml",
-                             {"backend": "simulation", "scheduler.policy": policy, **overrides})
+    scenario = load_scenario(
+        REPO / "scenarios" / "quickstart.yaml", {"backend": "simulation", "scheduler.policy": policy, **overrides}
+    )
     out = tmp_path / name
     run_simulation(scenario, out)
     return out
@@ -102,13 +104,18 @@ def test_f_eps_has_no_circuits(tmp_path):
 
 
 def test_the_same_seed_gives_byte_identical_results_in_fresh_processes(tmp_path):
-    code = ("import sys; from pathlib import Path; from hybridbed.experiments.scenarios import load_scenario; "
-            "from hybridbed.experiments.simulated import run_simulation; "
-            "run_simulation(load_scenario(Path(sys.argv[1]), {'backend': 'simulation', 'scheduler.policy': 'jobpacker'}), "
-            "Path(sys.argv[2]))")
+    code = (
+        "import sys; from pathlib import Path; from hybridbed.experiments.scenarios import load_scenario; "
+        "from hybridbed.experiments.simulated import run_simulation; "
+        "run_simulation(load_scenario(Path(sys.argv[1]), {'backend': 'simulation', 'scheduler.policy': 'jobpacker'}), "
+        "Path(sys.argv[2]))"
+    )
     for run, hash_seed in (("a", "1"), ("b", "2")):
-        subprocess.run([sys.executable, "-c", code, str(REPO / "scenarios" / "quickstart.yaml"), str(tmp_path / run)],
-                       check=True, env={**os.environ, "PYTHONHASHSEED": hash_seed})
+        subprocess.run(
+            [sys.executable, "-c", code, str(REPO / "scenarios" / "quickstart.yaml"), str(tmp_path / run)],
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": hash_seed},
+        )
     for name in ("jobs.csv", "tasks.csv", "flows.csv", "ocs_events.csv", "plan.csv"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
     other = simulate(tmp_path, "jobpacker", "other-seed", seed=8)

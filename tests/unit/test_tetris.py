@@ -1,4 +1,5 @@
 """Tetris and DRF on the Tetris paper's worked example (§2.1, Fig. 1) and the packing heuristics on hand cases."""
+
 from __future__ import annotations
 
 import random
@@ -23,9 +24,12 @@ def fig1_jobs() -> list[JobSpec]:
     """Jobs A, B, C: maps of <1 core, 2 GB> (A, 18 of them) or <3 cores, 1 GB> (B, C, 6 each); three
     reduces each needing 1 Gb/s of network in, with negligible cores and memory."""
     reduce = Resources(**NEGLIGIBLE, net_in_mbps=1000)
-    return [JobSpec(name, 0.0, maps, maps, 0, maps, 3, T, T, map_demand=Resources(cores, memory_gb * 1000),
-                    reduce_demand=reduce)
-            for name, maps, cores, memory_gb in (("A", 18, 1, 2), ("B", 6, 3, 1), ("C", 6, 3, 1))]
+    return [
+        JobSpec(
+            name, 0.0, maps, maps, 0, maps, 3, T, T, map_demand=Resources(cores, memory_gb * 1000), reduce_demand=reduce
+        )
+        for name, maps, cores, memory_gb in (("A", 18, 1, 2), ("B", 6, 3, 1), ("C", 6, 3, 1))
+    ]
 
 
 def run_to_completion(policy: Policy, machines: int = 1) -> dict[str, float]:
@@ -99,7 +103,10 @@ def test_alignment_prefers_the_task_that_fills_what_is_free():
 
 def test_remaining_work_counts_tasks_still_to_schedule():
     capacity = Resources(10, 10_000)
-    job = build_job(JobSpec("j", 0, 4, 4, 0, 4, 2, 2.0, 3.0, map_demand=Resources(1, 1000), reduce_demand=Resources(2, 0)), Resources())
+    job = build_job(
+        JobSpec("j", 0, 4, 4, 0, 4, 2, 2.0, 3.0, map_demand=Resources(1, 1000), reduce_demand=Resources(2, 0)),
+        Resources(),
+    )
     pending = PendingTasks()
     for task in job.tasks:
         pending.add(task, {}, set())
@@ -139,9 +146,16 @@ def test_barrier_knob_promotes_the_last_tasks_of_a_stage():
     assert TetrisPolicy(fairness=0.0, barrier=1.0, srtf_weight=0.0).next_task(hosts["m"], cluster).job_id == "big"
 
 
-@pytest.mark.parametrize("params, field", [({"fairness": 1.0}, "fairness"), ({"barrier": 1.5}, "barrier"),
-                                           ({"srtf_weight": -1}, "srtf_weight"), ({"remote_penalty": 1}, "remote_penalty"),
-                                           ({"fair_share": "lottery"}, "fair_share")])
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"fairness": 1.0}, "fairness"),
+        ({"barrier": 1.5}, "barrier"),
+        ({"srtf_weight": -1}, "srtf_weight"),
+        ({"remote_penalty": 1}, "remote_penalty"),
+        ({"fair_share": "lottery"}, "fair_share"),
+    ],
+)
 def test_tetris_parameters_are_checked(params, field):
     with pytest.raises(ValueError, match=field):
         TetrisPolicy(**params)

@@ -1,4 +1,5 @@
 """The per-connection rate caps both backends apply, and the workers' disk pacing."""
+
 from __future__ import annotations
 
 import pytest
@@ -66,6 +67,7 @@ def test_waiting_compute_does_not_count_a_suspension_as_work(monkeypatch):
 def test_expected_duration_is_the_slowest_part_at_the_allotted_rates():
     from hybridbed.scheduler.model import JobSpec, build_job
     from hybridbed.scheduler.transfers import expected_duration_s
+
     spec = JobSpec("j", 0, 2_000_000, 1_000_000, 500_000, 1, 1, 1.0, 0.5)
     demand = Resources(1, 100, disk_read_mbps=8, disk_write_mbps=4, net_in_mbps=2)
     job = build_job(spec, demand)

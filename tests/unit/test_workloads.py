@@ -1,4 +1,5 @@
 """Workload sources and scenario validation."""
+
 from __future__ import annotations
 
 import random
@@ -15,7 +16,13 @@ from hybridbed.workloads.swim import TraceError, read_swim, read_swim_files
 from hybridbed.workloads.synthetic import facebook_like
 from hybridbed.workloads.tetris_suite import HostBandwidth, SuiteShape, tetris_suite
 
-SWIM_SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "workloads" / "swim" / "FB-2009_samples_24_times_1hr_0_first50jobs.tsv"
+SWIM_SAMPLE = (
+    Path(__file__).resolve().parents[3]
+    / "shared"
+    / "workloads"
+    / "swim"
+    / "FB-2009_samples_24_times_1hr_0_first50jobs.tsv"
+)
 REPO = Path(__file__).resolve().parents[2]
 MB = 1_000_000
 
@@ -39,8 +46,9 @@ def test_malformed_swim_line_names_its_line(tmp_path):
 
 
 def test_task_counts_and_durations_follow_the_rate_model():
-    shape = JobShape(block_bytes=100, reduce_input_bytes=1000, map_rate_bytes_s=10, reduce_rate_bytes_s=20,
-                     task_overhead_s=1.0)
+    shape = JobShape(
+        block_bytes=100, reduce_input_bytes=1000, map_rate_bytes_s=10, reduce_rate_bytes_s=20, task_overhead_s=1.0
+    )
     job = derive_job("j", 0.0, 1_000, 2_500, 500, shape, 1.0, recurring=False)
     assert (job.n_maps, job.n_reduces) == (10, 3)
     assert job.map_compute_s == pytest.approx(1.0 + 100 / 10)
@@ -69,19 +77,24 @@ def test_predictions_carry_the_injected_error():
 def test_quickstart_scenario_is_valid_and_deterministic():
     scenario = load_scenario(REPO / "scenarios" / "quickstart.yaml")
     assert build_workload(scenario) == build_workload(scenario)
-    assert scenario.scaled_ocs().elephant_threshold_bytes == pytest.approx(scenario.ocs.elephant_threshold_bytes * scenario.scale)
+    assert scenario.scaled_ocs().elephant_threshold_bytes == pytest.approx(
+        scenario.ocs.elephant_threshold_bytes * scenario.scale
+    )
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"fabric": {"racks": 0, "hosts_per_rack": 2}}, "fabric.racks"),
-    ({"workers": {"slots_per_host": 8, "memory_mb_per_host": 1024}}, "slots_per_host 8"),
-    ({"workload": {"jobs": "many"}}, "workload.jobs"),
-    ({"colour": "blue"}, "colour"),
-    ({"workload": {"source": "swim", "trace": "/nonexistent.tsv"}}, "trace"),
-    ({"scheduler": {"policy": "nope"}}, "policy: unknown policy 'nope'"),
-    ({"scheduler": {"policy_params": {"jobpacker": {"sub_batches": 0}}}}, "policy_params.jobpacker: .*sub_batches"),
-    ({"scheduler": {"policy_params": {"fair": {"colour": 1}}}}, "policy_params.fair"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"fabric": {"racks": 0, "hosts_per_rack": 2}}, "fabric.racks"),
+        ({"workers": {"slots_per_host": 8, "memory_mb_per_host": 1024}}, "slots_per_host 8"),
+        ({"workload": {"jobs": "many"}}, "workload.jobs"),
+        ({"colour": "blue"}, "colour"),
+        ({"workload": {"source": "swim", "trace": "/nonexistent.tsv"}}, "trace"),
+        ({"scheduler": {"policy": "nope"}}, "policy: unknown policy 'nope'"),
+        ({"scheduler": {"policy_params": {"jobpacker": {"sub_batches": 0}}}}, "policy_params.jobpacker: .*sub_batches"),
+        ({"scheduler": {"policy_params": {"fair": {"colour": 1}}}}, "policy_params.fair"),
+    ],
+)
 def test_bad_scenarios_name_the_field(tmp_path, change, field):
     import yaml
 

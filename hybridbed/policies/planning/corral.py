@@ -12,6 +12,7 @@ which racks, so that jobs run isolated on few racks and keep their shuffle insid
 - The latency model is OCS-unaware: Corral plans for a packet-switched core, so cross-rack shuffle
   is priced at the EPS uplink rate.
 """
+
 from __future__ import annotations
 
 from hybridbed.policies.planning.latency import JobProfile, LatencyModel, is_batch
@@ -21,6 +22,7 @@ from hybridbed.scheduler.model import StageKind
 
 def prioritise(jobs: list[JobProfile], racks_of: dict[str, int], model: LatencyModel, batch: bool) -> Plan:
     """One list schedule for a given number of racks per job."""
+
     def key(job: JobProfile) -> tuple:
         r = racks_of[job.job_id]
         width_first = (-r, -model.latency(job, r, r), job.job_id)

@@ -17,6 +17,7 @@ time after its placed parents end when some machine has room for it for its whol
 is the same on the reversed DAG in mirrored time (the latest time that ends before its placed
 children start). Times may go negative while building; a schedule is shifted to start at 0.
 """
+
 from __future__ import annotations
 
 import functools
@@ -34,6 +35,7 @@ DEFAULT_STEP = 0.1  # δ: the paper gives none; 0.1 makes at most 100 threshold 
 class Space:
     """A resource-time space of `machines` machines of capacity 1 in every dimension, and where each
     placed task runs: (machine, start, end)."""
+
     machines: int
     placed: dict[str, tuple[int, float, float]] = field(default_factory=dict)
     _on: list[list[tuple[float, float, tuple[float, ...]]]] = field(default_factory=list)
@@ -83,8 +85,10 @@ class Space:
             end = start + duration
             overlapping = [(s, e, d) for s, e, d in intervals if s < end - FIT_TOLERANCE and e > start + FIT_TOLERANCE]
             points = [start] + [s for s, _, _ in overlapping if s > start]
-            if all(_fits(demand, [d for s, e, d in overlapping if s <= p + FIT_TOLERANCE and e > p + FIT_TOLERANCE])
-                   for p in points):
+            if all(
+                _fits(demand, [d for s, e, d in overlapping if s <= p + FIT_TOLERANCE and e > p + FIT_TOLERANCE])
+                for p in points
+            ):
                 return start
         raise AssertionError("a task always fits after everything placed has ended")
 
@@ -121,6 +125,7 @@ def place_backward(tasks: set[str], space: Space, dag: nx.DiGraph) -> Space:
 class _Descending:
     """Orders task names backwards, so a min-heap of (-duration, _Descending(name)) pops the longest task,
     ties broken by the greatest name (deterministic whatever the names are)."""
+
     __slots__ = ("name",)
 
     def __init__(self, name) -> None:
@@ -172,7 +177,9 @@ def place_in_order(order: str, parts: dict[str, set[str]], placed_t: Space, dag:
         elif position == 1:
             space = place_either_way(tasks, space, dag)
         else:  # O after C goes backward, after P forward
-            space = place_backward(tasks, space, dag) if order[position - 1] == "C" else place_forward(tasks, space, dag)
+            space = (
+                place_backward(tasks, space, dag) if order[position - 1] == "C" else place_forward(tasks, space, dag)
+            )
     return space
 
 
@@ -243,8 +250,9 @@ class DagSchedule:
     @classmethod
     def of(cls, space: Space, troublesome: frozenset[str], order: str) -> DagSchedule:
         first = space.span[0]
-        return cls({t: (m, s - first, e - first) for t, (m, s, e) in space.placed.items()}, space.length,
-                   troublesome, order)
+        return cls(
+            {t: (m, s - first, e - first) for t, (m, s, e) in space.placed.items()}, space.length, troublesome, order
+        )
 
     @property
     def starts(self) -> dict[str, float]:
@@ -294,15 +302,20 @@ def total_work(dag: nx.DiGraph, tasks: list[str] | None, machines: int) -> float
     """TWork: the busiest resource's duration-weighted demand over the machines' capacity."""
     tasks = list(dag) if tasks is None else tasks
     dims = len(dag.nodes[tasks[0]]["demand"]) if tasks else 0
-    return max((sum(dag.nodes[t]["duration"] * dag.nodes[t]["demand"][r] for t in tasks) / machines
-                for r in range(dims)), default=0.0)
+    return max(
+        (sum(dag.nodes[t]["duration"] * dag.nodes[t]["demand"][r] for t in tasks) / machines for r in range(dims)),
+        default=0.0,
+    )
 
 
 def stage_graph(dag: nx.DiGraph) -> nx.DiGraph:
     graph = nx.DiGraph()
     graph.add_nodes_from(stages(dag))
-    graph.add_edges_from((dag.nodes[a]["stage"], dag.nodes[b]["stage"]) for a, b in dag.edges
-                         if dag.nodes[a]["stage"] != dag.nodes[b]["stage"])
+    graph.add_edges_from(
+        (dag.nodes[a]["stage"], dag.nodes[b]["stage"])
+        for a, b in dag.edges
+        if dag.nodes[a]["stage"] != dag.nodes[b]["stage"]
+    )
     return graph
 
 
@@ -330,7 +343,7 @@ def totally_ordered_parts(dag: nx.DiGraph) -> list[list[str]]:
     parts, current = [], []
     for i, stage in enumerate(order):
         current.append(stage)
-        later = order[i + 1:]
+        later = order[i + 1 :]
         if later and all(set(later) <= reach[s] for s in current):
             parts.append(current)
             current = []
@@ -353,4 +366,6 @@ def lower_bounds(dag: nx.DiGraph, machines: int) -> LowerBounds:
     for part in totally_ordered_parts(dag):
         sub = dag.subgraph(part)
         new_lb += max(critical_path(sub), total_work(sub, None, machines), modified_critical_path(sub, machines))
-    return LowerBounds(critical_path(dag), total_work(dag, None, machines), modified_critical_path(dag, machines), new_lb)
+    return LowerBounds(
+        critical_path(dag), total_work(dag, None, machines), modified_critical_path(dag, machines), new_lb
+    )

@@ -13,6 +13,7 @@ so a task with more dependents on more levels below it goes first (γ = 0.5, ω 
 Eq. 13 as written rewards more allowable waiting time; urgency is DSP's preemption rule's business
 (a task whose allowable wait is below ε preempts regardless), so the formula is kept as the paper has it.
 """
+
 from __future__ import annotations
 
 import networkx as nx
@@ -41,9 +42,15 @@ def task_deadlines(dag: nx.DiGraph, deadline_s: float) -> dict[object, float]:
     return {task: deadline_s - after[l] for task, l in level.items()}
 
 
-def priorities(dag: nx.DiGraph, now: float, deadline_s: float, remaining_s: dict[object, float],
-               waiting_s: dict[object, float], gamma: float = GAMMA,
-               omega: tuple[float, float, float] = OMEGA) -> dict[object, float]:
+def priorities(
+    dag: nx.DiGraph,
+    now: float,
+    deadline_s: float,
+    remaining_s: dict[object, float],
+    waiting_s: dict[object, float],
+    gamma: float = GAMMA,
+    omega: tuple[float, float, float] = OMEGA,
+) -> dict[object, float]:
     """Eqs. 12-13 for every task of the DAG. `remaining_s`: time each task still needs (its duration if not
     started); `waiting_s`: how long each has waited since it could run (0 if it cannot yet)."""
     if not 0 < gamma < 1:
@@ -61,8 +68,9 @@ def priorities(dag: nx.DiGraph, now: float, deadline_s: float, remaining_s: dict
     return priority
 
 
-def allowable_waits(dag: nx.DiGraph, now: float, deadline_s: float,
-                    remaining_s: dict[object, float]) -> dict[object, float]:
+def allowable_waits(
+    dag: nx.DiGraph, now: float, deadline_s: float, remaining_s: dict[object, float]
+) -> dict[object, float]:
     """t_a: how much longer each task can wait and still meet its level's deadline."""
     deadlines = task_deadlines(dag, deadline_s)
     return {task: deadlines[task] - now - remaining_s[task] for task in dag}

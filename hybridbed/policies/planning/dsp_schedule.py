@@ -26,6 +26,7 @@ point for 66 tasks on 4 hosts in 20 s; the relaxed one, per stage, solves such a
 The paper's preemption-overhead term (N^p · (t_r + σ)) is left out: the number of preemptions a task will
 see is not known when it is planned.
 """
+
 from __future__ import annotations
 
 import math
@@ -116,8 +117,9 @@ def list_schedule(tasks: list[PlanTask], hosts: list[PlanHost], now: float) -> d
     return starts
 
 
-def plan(tasks: list[PlanTask], hosts: list[PlanHost], now: float, time_limit_s: float = 2.0,
-         buckets: int = 24) -> Schedule:
+def plan(
+    tasks: list[PlanTask], hosts: list[PlanHost], now: float, time_limit_s: float = 2.0, buckets: int = 24
+) -> Schedule:
     """The MILP's schedule, or the list schedule when the MILP has nothing better within the time limit."""
     greedy = list_schedule(tasks, hosts, now)
     greedy_value = objective(tasks, greedy, now)
@@ -136,8 +138,9 @@ def plan(tasks: list[PlanTask], hosts: list[PlanHost], now: float, time_limit_s:
     return Schedule(greedy, "list", greedy_value, greedy_value, None)
 
 
-def _solve_milp(tasks: list[PlanTask], hosts: list[PlanHost], now: float, step: float, buckets: int,
-                time_limit_s: float) -> dict[str, float] | None:
+def _solve_milp(
+    tasks: list[PlanTask], hosts: list[PlanHost], now: float, step: float, buckets: int, time_limit_s: float
+) -> dict[str, float] | None:
     """Start times from the time-indexed MILP over the cluster's cores and containers together (the node
     index relaxed, as the paper suggests; hosts are then assigned first fit in start order). The tasks of
     a group are alike, so the variables count a group's starts per bucket: n[g, b] (integer), with u[g, b]
@@ -202,14 +205,19 @@ def _solve_milp(tasks: list[PlanTask], hosts: list[PlanHost], now: float, step: 
     for j in jobs:
         cost[lateness[j]] = 1.0
     integrality = np.zeros(n)
-    integrality[:2 * n_n] = 1
+    integrality[: 2 * n_n] = 1
     upper_bounds = np.full(n, np.inf)
     for c, (g, _) in enumerate(columns):
         upper_bounds[c] = len(groups[g])
         upper_bounds[n_n + c] = 1.0
     matrix = coo_matrix((vals, (rows, cols)), shape=(len(lower), n)).tocsr()
-    result = milp(cost, constraints=LinearConstraint(matrix, lower, upper), integrality=integrality,
-                  bounds=Bounds(np.zeros(n), upper_bounds), options={"time_limit": time_limit_s, "disp": False})
+    result = milp(
+        cost,
+        constraints=LinearConstraint(matrix, lower, upper),
+        integrality=integrality,
+        bounds=Bounds(np.zeros(n), upper_bounds),
+        options={"time_limit": time_limit_s, "disp": False},
+    )
     if result.x is None:
         return None
     starts: dict[str, float] = {}

@@ -27,6 +27,7 @@ Job manager (§4.3.2).
 - Over-provisioning: each stage books ceil(N * (1 + ratio)) containers, so later jobs are planned
   around the slack; at run time the slack is free for ad-hoc jobs and other recurring work.
 """
+
 from __future__ import annotations
 
 import math
@@ -51,8 +52,11 @@ def green_zone(job: JobProfile, model: LatencyModel) -> list[Pair]:
     fewest_map_waves = model.waves(job.n_maps, model.racks)
     fewest_reduce_waves = model.waves(job.n_reduces, model.racks)
     on_ocs = [p for p in pairs if model.uses_ocs(job, *p)]
-    zone = [(m, r) for m, r in on_ocs
-            if model.waves(job.n_maps, m) == fewest_map_waves and model.waves(job.n_reduces, r) == fewest_reduce_waves]
+    zone = [
+        (m, r)
+        for m, r in on_ocs
+        if model.waves(job.n_maps, m) == fewest_map_waves and model.waves(job.n_reduces, r) == fewest_reduce_waves
+    ]
     if zone:
         return zone
     candidates = on_ocs or pairs
@@ -80,8 +84,13 @@ def sub_batches(jobs: list[JobProfile], count: int) -> list[list[JobProfile]]:
 
 
 class JobPackerPlanner:
-    def __init__(self, model: LatencyModel, sub_batch_count: int = 5, overprovision: float = 0.0,
-                 rng: random.Random | None = None):
+    def __init__(
+        self,
+        model: LatencyModel,
+        sub_batch_count: int = 5,
+        overprovision: float = 0.0,
+        rng: random.Random | None = None,
+    ):
         self.check(sub_batch_count, overprovision)
         self.model = model
         self.sub_batch_count = sub_batch_count
@@ -122,8 +131,10 @@ class JobPackerPlanner:
         plan = Plan()
         for job in self.order(jobs):
             if job.job_id in self.zones:
-                best = min(self.zones[job.job_id], key=lambda pair: self._finish_key(
-                    self._place_on_racks(job, pair, timeline.scratch_copy())))
+                best = min(
+                    self.zones[job.job_id],
+                    key=lambda pair: self._finish_key(self._place_on_racks(job, pair, timeline.scratch_copy())),
+                )
                 job_plan = self._place_on_racks(job, best, timeline)
             else:
                 job_plan = self._place_anywhere(job, timeline)
@@ -134,8 +145,12 @@ class JobPackerPlanner:
     @staticmethod
     def _finish_key(placed: JobPlan) -> tuple:
         """Earliest completion; ties to fewer racks, then lower rack numbers (deterministic)."""
-        return (placed.end_s, len(placed.maps.racks) + len(placed.reduces.racks), placed.maps.racks,
-                placed.reduces.racks)
+        return (
+            placed.end_s,
+            len(placed.maps.racks) + len(placed.reduces.racks),
+            placed.maps.racks,
+            placed.reduces.racks,
+        )
 
     def _booked(self, tasks: int) -> int:
         return math.ceil(tasks * (1 + self.overprovision))
@@ -159,5 +174,7 @@ class JobPackerPlanner:
             return JobPlan(job.job_id, maps, None)
         r_map = len(maps.racks)
         shuffle_done = maps.end_s + self.model.shuffle_latency(job, r_map, min(r_map, job.n_reduces))
-        reduces = timeline.book_anywhere(job.job_id, StageKind.REDUCE, self._booked(job.n_reduces), job.reduce_s, shuffle_done)
+        reduces = timeline.book_anywhere(
+            job.job_id, StageKind.REDUCE, self._booked(job.n_reduces), job.reduce_s, shuffle_done
+        )
         return JobPlan(job.job_id, maps, reduces)

@@ -24,6 +24,7 @@ JobPacker paper (Eq. 1) lets the map and reduce stages use different numbers of 
 Planners see predicted characteristics only: a recurring job's predicted shuffle size and arrival;
 task counts and per-task times come from the job's input, which is known when it is planned.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,6 +37,7 @@ from hybridbed.scheduler.model import JobSpec
 @dataclass(frozen=True)
 class JobProfile:
     """What a planner knows about a job before it runs."""
+
     job_id: str
     arrival_s: float
     n_maps: int
@@ -50,8 +52,16 @@ class JobProfile:
         predicted = spec.predicted
         arrival = predicted.arrival_s if predicted else spec.arrival_s
         shuffle = predicted.shuffle_bytes if predicted else spec.shuffle_bytes
-        return cls(spec.job_id, arrival, spec.n_maps, spec.n_reduces, shuffle, spec.input_bytes,
-                   spec.map_compute_s, spec.reduce_compute_s)
+        return cls(
+            spec.job_id,
+            arrival,
+            spec.n_maps,
+            spec.n_reduces,
+            shuffle,
+            spec.input_bytes,
+            spec.map_compute_s,
+            spec.reduce_compute_s,
+        )
 
 
 def is_batch(jobs: list[JobProfile]) -> bool:
@@ -99,5 +109,4 @@ class LatencyModel:
 
     def latency(self, job: JobProfile, r_map: int, r_red: int) -> float:
         """Eq. (1): the job's predicted duration on r_map map racks and r_red reduce racks."""
-        return (self.map_latency(job, r_map) + self.shuffle_latency(job, r_map, r_red)
-                + self.reduce_latency(job, r_red))
+        return self.map_latency(job, r_map) + self.shuffle_latency(job, r_map, r_red) + self.reduce_latency(job, r_red)

@@ -21,6 +21,7 @@ many subtasks with a smaller DRP in the same group go before one.
 `PoolSimulation` runs DRP + MUA on one pool slot by slot (the paper's setting; the tests use it). How the
 policy maps pools onto the cluster is the policy's business.
 """
+
 from __future__ import annotations
 
 from collections.abc import Hashable
@@ -46,8 +47,9 @@ def mua(shares: list[tuple[float, ...]], floor: float = 0.0) -> list[float]:
     a = np.asarray(shares, dtype=float)  # subtasks x resources
     if floor > 0 and np.any(a.sum(axis=0) * floor > 1.0):
         floor = 0.0
-    result = linprog(-a.sum(axis=1), A_ub=a.T, b_ub=np.ones(a.shape[1]), bounds=[(floor, 1.0)] * len(shares),
-                     method="highs")
+    result = linprog(
+        -a.sum(axis=1), A_ub=a.T, b_ub=np.ones(a.shape[1]), bounds=[(floor, 1.0)] * len(shares), method="highs"
+    )
     if not result.success:
         raise RuntimeError(f"MUA's LP failed: {result.message}")
     return [float(k) for k in np.clip(result.x, 0.0, 1.0)]
@@ -57,6 +59,7 @@ def mua(shares: list[tuple[float, ...]], floor: float = 0.0) -> list[float]:
 class Candidate:
     """A subtask as DRP weighs it: its dominant-resource group, its DRP (Eq. 10, or Eq. 12 when it is not
     eligible yet) and the subtasks that wait for it."""
+
     key: Hashable
     group: int
     drp: float
@@ -94,6 +97,7 @@ def drp_pick(candidates: list[Candidate], lookahead: float = 1.0) -> list[Candid
 class Subtask:
     """A subtask of a partial-ordered task: its total demand as shares of one slot of the pool per resource,
     and the subtasks (of the same task) that must finish before it starts."""
+
     key: str
     demand: tuple[float, ...]
     after: tuple[str, ...] = ()
@@ -114,6 +118,7 @@ class Subtask:
 @dataclass
 class PoolSimulation:
     """DRP + MUA on one pool, one slot at a time."""
+
     subtasks: dict[str, Subtask] = field(default_factory=dict)
     successors: dict[str, list[str]] = field(default_factory=dict)
     now: float = 0.0
@@ -137,8 +142,12 @@ class PoolSimulation:
     def pick(self) -> list[Subtask]:
         """DRP's picks among the subtasks not finished (see `drp_pick`)."""
         waiting = [s for s in self.subtasks.values() if s.finished_at is None]
-        picked = drp_pick([Candidate(s.key, s.group, self.drp(s), s.eligible_at is not None,
-                                     tuple(self.successors.get(s.key, ()))) for s in waiting])
+        picked = drp_pick(
+            [
+                Candidate(s.key, s.group, self.drp(s), s.eligible_at is not None, tuple(self.successors.get(s.key, ())))
+                for s in waiting
+            ]
+        )
         return [self.subtasks[c.key] for c in picked]
 
     def step(self) -> None:

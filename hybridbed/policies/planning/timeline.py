@@ -5,6 +5,7 @@ stage's tasks are split evenly over the racks, and on each rack every task takes
 frees up first (so more tasks than containers run in waves). The timeline is a racks x containers
 array of free times; a candidate placement is tried on a copy and committed only if chosen.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -38,6 +39,7 @@ class JobPlan:
 @dataclass(frozen=True)
 class Booking:
     """One planned task: container `container` of `rack` runs a `kind` task of `job_id` from start to end."""
+
     job_id: str
     kind: StageKind
     rack: int
@@ -49,6 +51,7 @@ class Booking:
 @dataclass
 class Plan:
     """The offline schedule: where each planned job runs, and each rack's sequence of (job, stage)."""
+
     jobs: dict[str, JobPlan] = field(default_factory=dict)
     sequences: dict[int, list[tuple[str, StageKind]]] = field(default_factory=dict)
     bookings: list[Booking] = field(default_factory=list)
@@ -106,8 +109,9 @@ class Timeline:
         """For every rack, when `per_rack` of its containers are free (all of them if it has fewer)."""
         return np.maximum(self.free[:, min(per_rack, self.containers_per_rack) - 1], not_before)
 
-    def earliest_racks(self, count: int, per_rack: int, not_before: float,
-                       prefer: tuple[int, ...] = ()) -> tuple[int, ...]:
+    def earliest_racks(
+        self, count: int, per_rack: int, not_before: float, prefer: tuple[int, ...] = ()
+    ) -> tuple[int, ...]:
         """The `count` racks that can start `per_rack` tasks soonest; ties go to `prefer`red racks, then
         to the less booked rack."""
         ready = self.ready_s(per_rack, not_before)
@@ -116,13 +120,16 @@ class Timeline:
         order = np.lexsort((np.arange(self.racks), self.free.sum(axis=1), ~preferred, ready))
         return tuple(sorted(int(r) for r in order[:count]))
 
-    def book(self, job_id: str, kind: StageKind, racks: tuple[int, ...], tasks: int, duration_s: float,
-             not_before: float) -> StagePlacement:
+    def book(
+        self, job_id: str, kind: StageKind, racks: tuple[int, ...], tasks: int, duration_s: float, not_before: float
+    ) -> StagePlacement:
         """Spread `tasks` evenly over `racks`, each task on the rack's container that frees first;
         returns the stage's racks, start (first task) and end (last task)."""
         return self._book(job_id, kind, dict(zip(racks, split_evenly(tasks, len(racks)))), duration_s, not_before)
 
-    def book_anywhere(self, job_id: str, kind: StageKind, tasks: int, duration_s: float, not_before: float) -> StagePlacement:
+    def book_anywhere(
+        self, job_id: str, kind: StageKind, tasks: int, duration_s: float, not_before: float
+    ) -> StagePlacement:
         """The `tasks` containers that free first anywhere in the cluster (all of them, in waves, when
         there are more tasks than containers)."""
         if tasks >= self.free.size:
@@ -132,7 +139,9 @@ class Timeline:
         counts = np.bincount(chosen, minlength=self.racks)
         return self._book(job_id, kind, {int(r): int(c) for r, c in enumerate(counts) if c}, duration_s, not_before)
 
-    def _book(self, job_id: str, kind: StageKind, counts: dict[int, int], duration_s: float, not_before: float) -> StagePlacement:
+    def _book(
+        self, job_id: str, kind: StageKind, counts: dict[int, int], duration_s: float, not_before: float
+    ) -> StagePlacement:
         start, end = math.inf, not_before
         for rack, count in counts.items():
             if count == 0:
