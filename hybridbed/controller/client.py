@@ -6,6 +6,7 @@ It must be used from inside the run's fabric namespace, where the API listens on
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import requests
 
@@ -74,7 +75,7 @@ class FabricClient:
         """Send an arbitrary body (e.g. malformed JSON) to a PUT endpoint."""
         return self._call("PUT", path, raw=raw)
 
-    def wait_ready(self, timeout: float, alive: callable) -> None:
+    def wait_ready(self, timeout: float, alive: Callable[[], bool]) -> None:
         """Wait until every switch is connected and has its forwarding rules; `alive` says the process still runs."""
         deadline = time.monotonic() + timeout
         last_error = "no answer yet"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from os_ken import cfg
 from os_ken.app.ofctl import api as ofctl_api
@@ -66,7 +67,7 @@ class HybridFabricController(app_manager.OSKenApp):
         self.ocs = OcsSpec.model_validate_json(Path(opts.ocs_spec).read_text())
         self.plan = FabricPlan(self.fabric)
         self.event_log = Path(opts.event_log) if opts.event_log else None
-        self.datapaths: dict[int, object] = {}
+        self.datapaths: dict[int, Any] = {}  # os-ken Datapath objects
         self.installed: set[int] = set()
         self.circuits: Configuration = frozenset()
         self.reconfig_events: list[OcsEvent] = []

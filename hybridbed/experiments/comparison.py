@@ -63,6 +63,13 @@ def setup_scenario(scenario: Scenario, setup: str) -> Scenario:
     return Scenario.model_validate(data)
 
 
+def _progress_of(setup: str, on_progress: Callable[[str, Progress], None] | None) -> Callable[[Progress], None] | None:
+    """One setup's progress, told with the setup's name."""
+    if on_progress is None:
+        return None
+    return lambda progress: on_progress(setup, progress)
+
+
 def compare(
     scenario: Scenario, setups: list[str], out_dir: Path, on_progress: Callable[[str, Progress], None] | None = None
 ) -> pd.DataFrame:
@@ -73,11 +80,7 @@ def compare(
     for setup in setups:
         run_dir = out_dir / setup
         try:
-            summary = run_backend(
-                setup_scenario(scenario, setup),
-                run_dir,
-                (lambda p, s=setup: on_progress(s, p)) if on_progress else None,
-            )
+            summary = run_backend(setup_scenario(scenario, setup), run_dir, _progress_of(setup, on_progress))
         except RunFailed as err:
             summary = {"status": f"failed: {err}"}
         rows.append({"setup": setup, **{k: summary.get(k) for k in COLUMNS[1:] if k not in RELATIVE}})

@@ -39,18 +39,17 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
     out_dir.mkdir(parents=True, exist_ok=False)
     (out_dir / "scenario.json").write_text(scenario.model_dump_json(indent=2))
     specs = build_workload(scenario)
+
+    def log(name: str, fields: list[str]) -> CsvLog:
+        return CsvLog(out_dir / name, fields, FLUSH_INTERVAL_S)
+
     logs = ResultLogs(
-        *(
-            CsvLog(out_dir / name, fields, FLUSH_INTERVAL_S)
-            for name, fields in (
-                ("jobs.csv", JOB_FIELDS),
-                ("tasks.csv", TASK_FIELDS),
-                ("flows.csv", FLOW_PATH_FIELDS),
-                ("ocs_events.csv", OCS_EVENT_FIELDS),
-                ("preemptions.csv", ACTION_FIELDS),
-            )
-        ),
-        AllocationTimeline(out_dir / "allocation.csv"),
+        jobs=log("jobs.csv", JOB_FIELDS),
+        tasks=log("tasks.csv", TASK_FIELDS),
+        flows=log("flows.csv", FLOW_PATH_FIELDS),
+        ocs_events=log("ocs_events.csv", OCS_EVENT_FIELDS),
+        actions=log("preemptions.csv", ACTION_FIELDS),
+        allocation=AllocationTimeline(out_dir / "allocation.csv"),
     )
     simulation = Simulation(scenario, logs)
     status, started = "failed", time.perf_counter()
@@ -65,8 +64,8 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
         raise RunFailed(str(err)) from err
     finally:
         logs.allocation.record(simulation.cluster.allocation(), simulation.now, final=True)
-        for log in (logs.jobs, logs.tasks, logs.flows, logs.ocs_events, logs.actions, logs.allocation):
-            log.close()
+        for csv_log in (logs.jobs, logs.tasks, logs.flows, logs.ocs_events, logs.actions, logs.allocation):
+            csv_log.close()
         write_plan(out_dir, simulation.policy.plan_rows())  # again: per-job plans made as jobs arrived
         summarize(out_dir, len(specs), status)
         flows = simulation.flows

@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import ClassVar, Literal
 
 import networkx as nx
 from pydantic import Field
@@ -139,7 +140,7 @@ class DspPolicy(Policy):
     name = "dsp"
     summary = "DSP: MILP plan per unit period, dependency-aware preemption (Alg. 1) every epoch"
     respects_precedence = False  # the core lets a preempting task start early; DSP's own rules never do
-    action = "suspend"
+    action: ClassVar[Literal["suspend", "kill"]] = "suspend"  # what a preemption does to its victim
     Params = DspParams
     params: DspParams
 

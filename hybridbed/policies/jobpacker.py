@@ -106,7 +106,8 @@ class JobPackerPolicy(PlannedPolicy):
     # ad-hoc jobs ----------------------------------------------------------------------------------
     def adhoc_task(self, host: HostState, cluster: ClusterState, jobs: list[Job]) -> Task | None:
         heavy_input = self.params.adhoc_heavy_input_gb * 1e9 * self.network.size_scale
-        heavy, light = [], []
+        heavy: list[Job] = []
+        light: list[Job] = []
         for job in jobs:
             (heavy if self._shuffle_heavy(job, heavy_input) else light).append(job)
         busy_with_heavy = any(

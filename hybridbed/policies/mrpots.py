@@ -91,7 +91,8 @@ class HostPoolPolicy(Policy):
         return [1.0] * len(tasks)
 
     def shares(self, cluster: ClusterState) -> list[Share]:
-        lower, higher = [], []
+        lower: list[Share] = []
+        higher: list[Share] = []
         self._plans, self._claimed = {}, set()
         for host in cluster.hosts.values():
             if not host.alive:

@@ -53,7 +53,7 @@ class PlannedPolicy(Policy):
         rows = []
         for p in self.offline.jobs.values():
             stages = {"map": p.maps, "reduce": p.reduces}
-            row = {"job_id": p.job_id}
+            row: dict[str, object] = {"job_id": p.job_id}
             for name, stage in stages.items():
                 row[f"{name}_racks"] = " ".join(map(str, stage.racks)) if stage else ""
                 row[f"{name}_start_s"] = round(stage.start_s, 3) if stage else ""

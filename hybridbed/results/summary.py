@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -35,7 +36,7 @@ def summarize(out_dir: Path, jobs_total: int, status: str, started_at: float | N
     def median_of(kind: pd.Series) -> float | None:
         return float(jobs.loc[kind, "jct_s"].median()) if kind.any() else None
 
-    summary = {
+    summary: dict[str, Any] = {
         "status": status,
         "jobs_total": jobs_total,
         "jobs_done": int(len(jobs)),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -382,7 +383,7 @@ class TaskAction:
     task: Task
     attempt: int
     host: str
-    action: str  # "suspend", "resume", "kill" or "share"
+    action: Literal["suspend", "resume", "kill", "share"]
     allocation: Resources | None = None  # share: the task's new cores and rates
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -46,7 +46,7 @@ class Preemption:
     kill one (it runs again from scratch, as a new attempt)."""
 
     task: Task
-    action: str  # one of PREEMPTIONS
+    action: Literal["suspend", "resume", "kill"]  # one of PREEMPTIONS
 
     def __post_init__(self) -> None:
         if self.action not in PREEMPTIONS:

@@ -24,6 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -151,10 +152,10 @@ class Simulation:
         running = sum(len(h.running) for h in self.cluster.hosts.values())
         return Progress(len(self.core.finished), total, self.now, running)
 
-    def _at(self, when: float, kind: str, payload: object) -> None:
+    def _at(self, when: float, kind: str, payload: Any) -> None:
         heapq.heappush(self._timed, (when, next(self._order), kind, payload))
 
-    def _handle(self, kind: str, payload: object) -> None:
+    def _handle(self, kind: str, payload: Any) -> None:
         if kind == "arrive":
             self.core.submit(build_job(payload, container(self.scenario)), self.now)
             self._offer_all = True

@@ -41,6 +41,16 @@ class Flow:
 
 
 class FlowTable:
+    # one row per flow in flight (grown by _grow_flows): its class, rack pair (-1 within a rack), start,
+    # bytes left, rate now, bytes sent over the OCS, and whether it rides a circuit now
+    cls: np.ndarray
+    pair: np.ndarray
+    start: np.ndarray
+    remaining: np.ndarray
+    rate: np.ndarray
+    ocs: np.ndarray
+    on_ocs: np.ndarray
+
     def __init__(self, links: FabricLinks):
         self.links = links
         self.flows: list[Flow] = []
@@ -48,7 +58,7 @@ class FlowTable:
         self.ocs_uplink_bytes = 0.0
         racks = links.racks
         self.pair_bytes = np.zeros(racks * racks)  # bytes per rack pair since take_pair_bytes
-        self._pair_rate = np.zeros(racks * racks)
+        self._pair_rate: np.ndarray = np.zeros(racks * racks)
         self._eps_rate = self._ocs_rate = 0.0
         self._stale = False
         # flow classes: flows with one (cap, path) share a row in the rate computation

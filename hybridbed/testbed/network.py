@@ -20,7 +20,7 @@ from functools import partial
 
 from mininet.log import setLogLevel
 from mininet.net import Mininet
-from mininet.node import Host, OVSSwitch, RemoteController
+from mininet.node import Host, Node, OVSSwitch, RemoteController
 
 from hybridbed.config.addressing import EPS_DPID, HOST_PREFIX_LEN, OCS_DPID, FabricPlan
 from hybridbed.config.fabric import FabricSpec, OcsSpec
@@ -35,7 +35,7 @@ OPENFLOW_PORT = 6653
 OFFLOADS_OFF = "tx off rx off tso off gso off gro off"
 
 
-class _JoinsRunCgroup:
+class _JoinsRunCgroup(Node):
     """Mininet starts every node shell and node command through Node._popen: make each join the run cgroup."""
 
     def __init__(self, name: str, run_cgroup: RunCgroup, **params):

@@ -182,8 +182,8 @@ class TaskCgroup:
             period = int((cpu / "cpu.cfs_period_us").read_text())
             return quota / period, int((memory / "memory.limit_in_bytes").read_text())
         (path,) = self.paths
-        quota, period = (path / "cpu.max").read_text().split()
-        return int(quota) / int(period), int((path / "memory.max").read_text())
+        quota_us, period_us = (path / "cpu.max").read_text().split()
+        return int(quota_us) / int(period_us), int((path / "memory.max").read_text())
 
     def join_self(self) -> None:
         """For a subprocess preexec_fn: the task joins its cgroup before it executes anything."""

@@ -37,6 +37,8 @@ class DataServer(socketserver.ThreadingTCPServer):
 
 
 class _DataRequest(socketserver.StreamRequestHandler):
+    server: DataServer
+
     def handle(self) -> None:
         request = json.loads(self.rfile.readline())
         path = (self.server.data_dir / request["path"]).resolve()

@@ -92,9 +92,12 @@ def _generate_jobs(scenario: Scenario) -> list[JobSpec]:
             w.trace_files(), w.jobs, w.min_shuffle_gb * 1e9, w.max_shuffle_gb * 1e9 if w.max_shuffle_gb else math.inf
         )
         if w.arrival_window_s:
-            rows = sorted(((i, rng.uniform(0, w.arrival_window_s), *s) for i, _, *s in rows), key=lambda r: r[1])
+            rows = sorted(
+                ((i, rng.uniform(0, w.arrival_window_s), inp, shuffle, out) for i, _, inp, shuffle, out in rows),
+                key=lambda r: r[1],
+            )
         else:
-            rows = [(i, 0.0, *s) for i, _, *s in rows]
+            rows = [(i, 0.0, inp, shuffle, out) for i, _, inp, shuffle, out in rows]
     else:
         cap = w.max_shuffle_gb * 1e9 if w.max_shuffle_gb else None
         rows = facebook_like(w.jobs, rng, w.arrival_window_s, cap)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+SwimRow = tuple[str, float, int, int, int]  # job id, submit time, input, shuffle and output bytes
 SWIM_COLUMNS = ("job id", "submit time", "inter-job gap", "map input bytes", "shuffle bytes", "reduce output bytes")
 
 
@@ -18,11 +19,11 @@ class TraceError(ValueError):
 
 def read_swim(
     path: Path, limit: int | None = None, min_shuffle_bytes: float = 0, max_shuffle_bytes: float = math.inf
-) -> list[tuple[str, float, int, int, int]]:
+) -> list[SwimRow]:
     """(job id, submit time, input, shuffle, output) per job, in file order; at most `limit` jobs, and
     only those shuffling between `min_shuffle_bytes` and `max_shuffle_bytes` (how a study selects its
     jobs from a sample)."""
-    rows = []
+    rows: list[SwimRow] = []
     with Path(path).open() as trace:
         for number, line in enumerate(trace, start=1):
             if limit is not None and len(rows) >= limit:
@@ -46,7 +47,7 @@ def read_swim(
             if submit < 0:
                 raise TraceError(f"{path}:{number}: submit time is negative ({submit})")
             if min_shuffle_bytes <= sizes[1] <= max_shuffle_bytes:
-                rows.append((fields[0], submit, *sizes))
+                rows.append((fields[0], submit, sizes[0], sizes[1], sizes[2]))
     if not rows:
         raise TraceError(f"{path}: no jobs shuffling between {min_shuffle_bytes:g} and {max_shuffle_bytes:g} bytes")
     return rows
@@ -54,13 +55,14 @@ def read_swim(
 
 def read_swim_files(
     paths: list[Path], limit: int | None = None, min_shuffle_bytes: float = 0, max_shuffle_bytes: float = math.inf
-) -> list[tuple[str, float, int, int, int]]:
+) -> list[SwimRow]:
     """Jobs of several samples, one file after the other (as read_swim); with more than one file, job
     ids get the file's position as a prefix (t0.job9, t1.job9), since every sample numbers from job0."""
-    rows: list[tuple[str, float, int, int, int]] = []
+    rows: list[SwimRow] = []
     for k, path in enumerate(paths):
         if limit is not None and len(rows) >= limit:
             break
         found = read_swim(path, None if limit is None else limit - len(rows), min_shuffle_bytes, max_shuffle_bytes)
-        rows += [(f"t{k}.{job_id}" if len(paths) > 1 else job_id, *rest) for job_id, *rest in found]
+        prefix = f"t{k}." if len(paths) > 1 else ""
+        rows += [(prefix + job_id, submit, inp, shuffle, out) for job_id, submit, inp, shuffle, out in found]
     return rows

@@ -24,6 +24,7 @@ import functools
 import heapq
 import itertools
 from dataclasses import dataclass, field
+from typing import Any
 
 import networkx as nx
 
@@ -258,8 +259,9 @@ class DagSchedule:
     def starts(self) -> dict[str, float]:
         return {t: s for t, (_, s, _) in self.placed.items()}
 
-    def pri_scores(self) -> dict[str, float]:
-        """priScore (§5): 1 for the task planned first down to 1/N for the last, by planned start."""
+    def pri_scores(self) -> dict[Any, float]:
+        """priScore (§5), by the DAG's task nodes: 1 for the task planned first down to 1/N for the last, by
+        planned start."""
         starts = self.starts
         ranked = sorted(starts, key=lambda t: (starts[t], t))
         return {t: 1 - rank / len(ranked) for rank, t in enumerate(ranked)}

@@ -16,22 +16,27 @@ Eq. 13 as written rewards more allowable waiting time; urgency is DSP's preempti
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+from typing import Any, TypeVar
+
 import networkx as nx
+
+Node = TypeVar("Node", bound=Hashable)  # a task of the DAG, however the caller names it
 
 GAMMA = 0.5
 OMEGA = (0.5, 0.3, 0.2)
 MIN_REMAINING_S = 1e-3  # a task about to end: 1 / t_rem stays finite
 
 
-def levels(dag: nx.DiGraph) -> dict[object, int]:
+def levels(dag: nx.DiGraph) -> dict[Any, int]:
     """Each task's level: 1 for a root, else one more than its deepest parent."""
-    level: dict[object, int] = {}
+    level: dict[Any, int] = {}
     for task in nx.topological_sort(dag):
         level[task] = 1 + max((level[p] for p in dag.predecessors(task)), default=0)
     return level
 
 
-def task_deadlines(dag: nx.DiGraph, deadline_s: float) -> dict[object, float]:
+def task_deadlines(dag: nx.DiGraph, deadline_s: float) -> dict[Any, float]:
     """§IV-B: the job's deadline less the longest task of every level below a task's own."""
     level = levels(dag)
     deepest = max(level.values(), default=0)
@@ -46,18 +51,18 @@ def priorities(
     dag: nx.DiGraph,
     now: float,
     deadline_s: float,
-    remaining_s: dict[object, float],
-    waiting_s: dict[object, float],
+    remaining_s: dict[Node, float],
+    waiting_s: dict[Node, float],
     gamma: float = GAMMA,
     omega: tuple[float, float, float] = OMEGA,
-) -> dict[object, float]:
+) -> dict[Node, float]:
     """Eqs. 12-13 for every task of the DAG. `remaining_s`: time each task still needs (its duration if not
     started); `waiting_s`: how long each has waited since it could run (0 if it cannot yet)."""
     if not 0 < gamma < 1:
         raise ValueError(f"gamma must be in (0, 1), got {gamma}")
     allowable = allowable_waits(dag, now, deadline_s, remaining_s)
     w1, w2, w3 = omega
-    priority: dict[object, float] = {}
+    priority: dict[Node, float] = {}
     for task in reversed(list(nx.topological_sort(dag))):
         children = list(dag.successors(task))
         if children:
@@ -69,8 +74,8 @@ def priorities(
 
 
 def allowable_waits(
-    dag: nx.DiGraph, now: float, deadline_s: float, remaining_s: dict[object, float]
-) -> dict[object, float]:
+    dag: nx.DiGraph, now: float, deadline_s: float, remaining_s: dict[Node, float]
+) -> dict[Node, float]:
     """t_a: how much longer each task can wait and still meet its level's deadline."""
     deadlines = task_deadlines(dag, deadline_s)
     return {task: deadlines[task] - now - remaining_s[task] for task in dag}

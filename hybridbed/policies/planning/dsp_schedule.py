@@ -163,7 +163,11 @@ def _solve_milp(
     lateness = {j: makespan + 1 + k for k, j in enumerate(jobs)}
     n = makespan + 1 + len(jobs)
 
-    rows, cols, vals, lower, upper = [], [], [], [], []
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    lower: list[float] = []
+    upper: list[float] = []
 
     def row(entries: list[tuple[int, float]], lo: float, hi: float) -> None:
         for c, v in entries:

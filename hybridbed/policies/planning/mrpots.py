@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.optimize import linprog
@@ -60,7 +61,7 @@ class Candidate:
     """A subtask as DRP weighs it: its dominant-resource group, its DRP (Eq. 10, or Eq. 12 when it is not
     eligible yet) and the subtasks that wait for it."""
 
-    key: Hashable
+    key: Any  # the caller's name for the subtask (a stage: (job, stage index))
     group: int
     drp: float
     eligible: bool
