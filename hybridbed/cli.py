@@ -20,15 +20,30 @@ from hybridbed.config.validation import SpecError, parse_spec
 console = Console(stderr=True)
 
 
+def _default(model: type[FabricSpec] | type[OcsSpec], field: str) -> str:
+    """A spec field's default, for a flag's help: the spec holds it, the CLI only shows it."""
+    return f"{model.model_fields[field].default:g}"
+
+
 def _fabric_arguments(parser: argparse.ArgumentParser, racks: int | None = None, hosts: int | None = None) -> None:
     group = parser.add_argument_group("fabric")
     group.add_argument("--racks", type=int, default=racks, required=racks is None)
     group.add_argument("--hosts", type=int, default=hosts, required=hosts is None, help="hosts per rack")
-    group.add_argument("--host-rate", type=float, help="host NIC rate, Mb/s (default 10)")
+    group.add_argument(
+        "--host-rate", type=float, help=f"host NIC rate, Mb/s (default {_default(FabricSpec, 'host_rate_mbps')})"
+    )
     group.add_argument("--eps-rate", type=float, help="ToR-EPS uplink rate, Mb/s (default: from --oversubscription)")
-    group.add_argument("--oversubscription", type=float, help="rack host capacity / EPS uplink rate (default 10)")
-    group.add_argument("--ocs-rate", type=float, help="ToR-OCS rate, Mb/s (default 20)")
-    group.add_argument("--ocs-ports", type=int, help="OCS ports per ToR (default 1)")
+    group.add_argument(
+        "--oversubscription",
+        type=float,
+        help=f"rack host capacity / EPS uplink rate (default {_default(FabricSpec, 'oversubscription')})",
+    )
+    group.add_argument(
+        "--ocs-rate", type=float, help=f"ToR-OCS rate, Mb/s (default {_default(FabricSpec, 'ocs_rate_mbps')})"
+    )
+    group.add_argument(
+        "--ocs-ports", type=int, help=f"OCS ports per ToR (default {_default(FabricSpec, 'ocs_ports_per_tor')})"
+    )
     group.add_argument(
         "--variant",
         choices=["hybrid", "f-eps", "eps"],
@@ -39,10 +54,20 @@ def _fabric_arguments(parser: argparse.ArgumentParser, racks: int | None = None,
 def _ocs_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("OCS controller")
     group.add_argument("--mode", choices=["pinned", "periodic"], help="circuits set through the API, or every interval")
-    group.add_argument("--interval-s", type=float, help="periodic reconfiguration interval (default 1 s)")
-    group.add_argument("--delay-ms", type=float, help="reconfiguration delay (default 10 ms)")
+    group.add_argument(
+        "--interval-s",
+        type=float,
+        help=f"periodic reconfiguration interval (default {_default(OcsSpec, 'reconfig_interval_s')} s)",
+    )
+    group.add_argument(
+        "--delay-ms", type=float, help=f"reconfiguration delay (default {_default(OcsSpec, 'reconfig_delay_ms')} ms)"
+    )
     group.add_argument("--steering", choices=["all", "marked"], help="which traffic a circuit carries")
-    group.add_argument("--bulk-dscp", type=int, help="DSCP of bulk traffic in steering mode marked (default 10)")
+    group.add_argument(
+        "--bulk-dscp",
+        type=int,
+        help=f"DSCP of bulk traffic in steering mode marked (default {_default(OcsSpec, 'bulk_dscp')})",
+    )
     group.add_argument("--demand-source", choices=["hints", "measured", "both"])
     group.add_argument("--elephant-threshold", type=float, help="bytes per interval below which demand is ignored")
 

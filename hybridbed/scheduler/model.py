@@ -292,10 +292,6 @@ class Job:
     def stage_fraction_done(self, stage: int) -> float:
         return self.stage_done[stage] / len(self.stages[stage].tasks)
 
-    def parents_done(self, stage: int) -> bool:
-        """Every task of the stage's parent stages has finished."""
-        return all(self.stage_done[p] == len(self.stages[p].tasks) for p in self.stages[stage].parents)
-
     @property
     def waited_s(self) -> float:
         """The job's waiting time: the mean over its tasks of the time each could have run and did not."""
