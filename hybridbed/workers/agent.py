@@ -20,7 +20,7 @@ from typing import cast
 import psutil
 
 from hybridbed.workers.cgroups import TaskCgroup
-from hybridbed.workers.data_transfer import DataServer
+from hybridbed.workers.fetch import DataServer
 from hybridbed.workers.protocol import (
     Channel,
     Failed,

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from hybridbed.config.constants import PARALLEL_FETCHES
-from hybridbed.workers.data_transfer import FetchError, fetch
+from hybridbed.workers.fetch import FetchError, fetch
 from hybridbed.workers.pacing import Pacer, Rate, Rates, write_bytes
 
 FETCH_RETRY_S = 1.0

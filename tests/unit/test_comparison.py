@@ -51,3 +51,20 @@ def test_plots_are_written(tmp_path):
     plot_comparison(table, {"fair": pd.Series([1.0, 3.0, 2.0]), "f-eps": pd.Series([1.0, 2.0])}, tmp_path)
     for name in ("makespan.png", "jct_cdf.png", "ocs_share.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_simulated_comparison_reads_back_as_dataframes(tmp_path):
+    from hybridbed.experiments.comparison import compare
+    from hybridbed.results.load import load
+
+    scenario = load_scenario(QUICKSTART, {"backend": "simulation", "workload.jobs": 4})
+    table = compare(scenario, ["fair", "jobpacker"], tmp_path / "cmp")
+    for setup in ("fair", "jobpacker"):
+        run = load(tmp_path / "cmp" / setup)
+        assert run.summary["status"] == "done" and len(run.jobs) == 4
+        assert set(run.tasks["job_id"]) == set(run.jobs["job_id"])
+        assert run.summary["makespan_s"] == pytest.approx(run.jobs["finish_s"].max())
+        assert float(table.loc[table.setup == setup, "makespan_s"].iloc[0]) == pytest.approx(run.summary["makespan_s"])
+    assert len(load(tmp_path / "cmp" / "jobpacker").ocs_events) >= 1  # its circuits were reconfigured
+    with pytest.raises(FileNotFoundError, match="summary.json"):
+        load(tmp_path / "cmp")

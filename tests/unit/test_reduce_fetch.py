@@ -5,7 +5,7 @@ from __future__ import annotations
 import queue
 
 from hybridbed.workers import task as task_module
-from hybridbed.workers.data_transfer import Fetch, FetchError
+from hybridbed.workers.fetch import Fetch, FetchError
 
 
 def test_a_stalled_fetch_is_retried_until_it_succeeds(tmp_path, monkeypatch, capsys):
