@@ -43,8 +43,16 @@ from hybridbed.scheduler.core import Launch, ShuffleNotice
 from hybridbed.scheduler.model import Job, Resources, StageKind, Task, TaskAction, build_job, partition_name
 from hybridbed.scheduler.transfers import network_cap_mbps
 from hybridbed.workers.pacing import write_bytes
-from hybridbed.workers.protocol import Channel, Notice, Share, Shutdown, TaskControl, TaskDescription, task_key
-from hybridbed.workers.protocol import Launch as LaunchMessage
+from hybridbed.workers.protocol import (
+    Channel,
+    LaunchMessage,
+    NoticeMessage,
+    Share,
+    ShutdownMessage,
+    TaskControlMessage,
+    TaskDescription,
+    task_key,
+)
 from hybridbed.workloads.build import build_workload
 
 log = logging.getLogger("hybridbed.scheduler")
@@ -141,7 +149,7 @@ class SchedulerServer:
             self._write_progress(total, final=True)
             for channel in self.channels.values():
                 try:
-                    shutdown: Shutdown = {"op": "shutdown"}
+                    shutdown: ShutdownMessage = {"op": "shutdown"}
                     channel.send(shutdown)
                 except OSError:
                     pass
@@ -253,7 +261,7 @@ class SchedulerServer:
             self._send(launch.host, message)
         for notice in notices:
             source, consumer = notice.source, notice.consumer
-            notice_message: Notice = {
+            notice_message: NoticeMessage = {
                 "op": "notice",
                 "key": task_key(consumer.task_id, consumer.attempt),
                 "notice": {
@@ -270,14 +278,14 @@ class SchedulerServer:
         """Tell the workers to freeze, thaw, kill or re-quota the tasks the policy preempted or re-shared."""
         for action in actions:
             self.actions_log.write(action_row(action, self._now()))
-            message: TaskControl = {"op": action.action, "key": task_key(action.task.task_id, action.attempt)}
+            message: TaskControlMessage = {"op": action.action, "key": task_key(action.task.task_id, action.attempt)}
             if action.action == "resume":
                 message["overhead_s"] = self.scenario.workers.resume_overhead_s
             elif action.action == "share":
                 message["share"] = self._rates(action.task, action.allocation)
             self._send(action.host, message)
 
-    def _send(self, host: str, message: LaunchMessage | Notice | TaskControl) -> None:
+    def _send(self, host: str, message: LaunchMessage | NoticeMessage | TaskControlMessage) -> None:
         channel = self.channels.get(host)
         if channel is None:
             return  # lost meanwhile; the core requeues its tasks

@@ -23,13 +23,13 @@ from hybridbed.workers.cgroups import TaskCgroup
 from hybridbed.workers.fetch import DataServer
 from hybridbed.workers.protocol import (
     Channel,
-    Failed,
-    Fetch,
-    Finished,
-    Heartbeat,
-    Register,
-    Started,
-    TaskControl,
+    FailedMessage,
+    FetchMessage,
+    FinishedMessage,
+    HeartbeatMessage,
+    RegisterMessage,
+    StartedMessage,
+    TaskControlMessage,
     TaskDescription,
     task_key,
 )
@@ -56,7 +56,7 @@ class WorkerAgent:
     def run(self) -> int:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         DataServer(self.args.ip, self.data_dir).start()
-        register: Register = {
+        register: RegisterMessage = {
             "op": "register",
             "host": self.args.host,
             "rack": self.args.rack,
@@ -115,7 +115,7 @@ class WorkerAgent:
             to_mbps = 8 / 1e6 / max(now - last_time, 1e-3)
             last_io, last_net, last_time = io_now, net, now
             try:
-                beat: Heartbeat = {
+                beat: HeartbeatMessage = {
                     "op": "heartbeat",
                     "host": self.args.host,
                     "running": len(procs),
@@ -158,7 +158,7 @@ class WorkerAgent:
         running = RunningTask(key, proc, cgroup)
         with self.lock:
             self.tasks[key] = running
-        started: Started = {
+        started: StartedMessage = {
             "op": "started",
             "task_id": task["task_id"],
             "attempt": task["attempt"],
@@ -185,7 +185,7 @@ class WorkerAgent:
             except (BrokenPipeError, ValueError):
                 pass
 
-    def _act(self, op: str, message: TaskControl) -> None:
+    def _act(self, op: str, message: TaskControlMessage) -> None:
         """Suspend (freeze), resume (thaw, after the recovery overhead), kill, or re-quota a task. A task
         that ended meanwhile is left alone: the scheduler hears how it ended from _follow."""
         with self.lock:
@@ -224,7 +224,7 @@ class WorkerAgent:
         for line in running.proc.stdout:
             record = json.loads(line)
             if record["event"] == "fetch":
-                self.channel.send(cast(Fetch, {"op": "fetch", **ident, **record}))
+                self.channel.send(cast(FetchMessage, {"op": "fetch", **ident, **record}))
             elif record["event"] == "done":
                 done = record
         code = running.proc.wait()
@@ -235,9 +235,9 @@ class WorkerAgent:
         if self.stopping.is_set():
             return
         if code == 0 and done is not None:
-            self.channel.send(cast(Finished, {"op": "finished", **ident, **done, "time": time.time()}))
+            self.channel.send(cast(FinishedMessage, {"op": "finished", **ident, **done, "time": time.time()}))
         else:
-            failed: Failed = {
+            failed: FailedMessage = {
                 "op": "failed",
                 "task_id": task["task_id"],
                 "attempt": task["attempt"],

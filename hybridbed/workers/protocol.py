@@ -64,7 +64,7 @@ class TaskDescription(TypedDict):
     n_sources: NotRequired[int]  # a task with parents: how many parent outputs it fetches
 
 
-class Launch(TypedDict):
+class LaunchMessage(TypedDict):
     op: Literal["launch"]
     task: TaskDescription
 
@@ -77,25 +77,25 @@ class SourceNotice(TypedDict):
     bytes: int
 
 
-class Notice(TypedDict):
+class NoticeMessage(TypedDict):
     op: Literal["notice"]
     key: str
     notice: SourceNotice
 
 
-class TaskControl(TypedDict):
+class TaskControlMessage(TypedDict):
     op: Literal["suspend", "resume", "kill", "share"]
     key: str
     overhead_s: NotRequired[float]  # resume: the recovery time before the task goes on
     share: NotRequired[Share]  # share: the new one
 
 
-class Shutdown(TypedDict):
+class ShutdownMessage(TypedDict):
     op: Literal["shutdown"]
 
 
 # agent -> scheduler ---------------------------------------------------------------------------------
-class Register(TypedDict):
+class RegisterMessage(TypedDict):
     op: Literal["register"]
     host: str
     rack: int
@@ -106,7 +106,7 @@ class Register(TypedDict):
     pid: int
 
 
-class Heartbeat(TypedDict):
+class HeartbeatMessage(TypedDict):
     op: Literal["heartbeat"]
     host: str
     running: int
@@ -119,7 +119,7 @@ class Heartbeat(TypedDict):
     net_out_mbps: float
 
 
-class Started(TypedDict):
+class StartedMessage(TypedDict):
     op: Literal["started"]
     task_id: str
     attempt: int
@@ -128,7 +128,7 @@ class Started(TypedDict):
     time: float
 
 
-class Failed(TypedDict):
+class FailedMessage(TypedDict):
     op: Literal["failed"]
     task_id: str
     attempt: int
@@ -138,7 +138,7 @@ class Failed(TypedDict):
     time: float
 
 
-class Fetch(TypedDict):
+class FetchMessage(TypedDict):
     """One transfer a task made (its task process's `fetch` record, with the attempt's identity)."""
 
     op: Literal["fetch"]
@@ -154,7 +154,7 @@ class Fetch(TypedDict):
     end: float
 
 
-class Finished(TypedDict):
+class FinishedMessage(TypedDict):
     """A task attempt ended well (its task process's `done` record with its byte totals)."""
 
     op: Literal["finished"]
@@ -169,8 +169,8 @@ class Finished(TypedDict):
     time: float
 
 
-SchedulerMessage = Launch | Notice | TaskControl | Shutdown
-AgentMessage = Register | Heartbeat | Started | Fetch | Finished | Failed
+SchedulerMessage = LaunchMessage | NoticeMessage | TaskControlMessage | ShutdownMessage
+AgentMessage = RegisterMessage | HeartbeatMessage | StartedMessage | FetchMessage | FinishedMessage | FailedMessage
 
 
 class Channel:
