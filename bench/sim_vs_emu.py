@@ -39,8 +39,8 @@ def main() -> None:
         "simulated s",
         "simulated / emulated",
         f"within {TARGET:.0%}",
-        "OCS share emu",
-        "OCS share sim",
+        "shuffle OCS share emu",
+        "shuffle OCS share sim",
     ):
         table.add_column(column, justify="right")
     for setup in setups:
@@ -51,8 +51,8 @@ def main() -> None:
             f"{sim.makespan_s[setup]:.1f}",
             f"{ratio:.3f}",
             "yes" if abs(ratio - 1) <= TARGET else "no",
-            f"{emu.ocs_byte_share[setup]:.2f}",
-            f"{sim.ocs_byte_share[setup]:.2f}",
+            f"{emu.shuffle_ocs_share[setup]:.2f}",
+            f"{sim.shuffle_ocs_share[setup]:.2f}",
         )
     console = Console()
     console.print(table)

@@ -25,7 +25,7 @@ from hybridbed.controller.events import OCS_EVENT_FIELDS, OcsEvent
 from hybridbed.experiments.run_failed import RunFailed
 from hybridbed.results.path_accounting import annotate_flows, uplink_bytes
 from hybridbed.results.progress import Progress, read_progress
-from hybridbed.results.summary import add_uplink_totals
+from hybridbed.results.summary import add_flow_totals, add_uplink_totals
 from hybridbed.testbed.network import HybridNetwork, NetworkStartError
 from hybridbed.workers.cgroups import CgroupLayout
 from hybridbed.workers.protocol import SOCKET_NAME
@@ -131,7 +131,7 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
             except subprocess.TimeoutExpired:
                 proc.kill()
         events = _write_ocs_events(net, out_dir, t0)
-        _account_paths(out_dir, events)
+        _account_paths(out_dir, events, scenario.scaled_ocs().elephant_threshold_bytes)
         net.stop(status=status)
     return json.loads((out_dir / "summary.json").read_text())
 
@@ -195,8 +195,9 @@ def _sample_links(net: HybridNetwork, names: dict[tuple[str, int], str], links: 
                 )
 
 
-def _account_paths(out_dir: Path, events: list[OcsEvent]) -> None:
-    """Add each flow's path to flows.csv and the EPS/OCS byte split to summary.json."""
+def _account_paths(out_dir: Path, events: list[OcsEvent], elephant_bytes: float) -> None:
+    """Add each flow's path and OCS bytes to flows.csv, and the EPS/OCS byte split, all traffic and shuffle
+    apart, to summary.json."""
     summary_path, flows_path, links_path = (out_dir / n for n in ("summary.json", "flows.csv", "links.csv"))
     if not summary_path.exists():
         return
@@ -205,6 +206,7 @@ def _account_paths(out_dir: Path, events: list[OcsEvent]) -> None:
     annotate_flows(flows, events, summary["started_at_unix"]).to_csv(flows_path, index=False)
     eps, ocs = uplink_bytes(pd.read_csv(links_path)) if links_path.exists() else (0, 0)
     add_uplink_totals(out_dir, eps, ocs, len(events))
+    add_flow_totals(out_dir, elephant_bytes)
 
 
 def _write_ocs_events(net: HybridNetwork, out_dir: Path, t0: float) -> list[OcsEvent]:

@@ -353,6 +353,7 @@ class SchedulerServer:
         src, dst = message["src_host"], message["host"]
         self.flows_log.write(
             {
+                "job_id": self.core.tasks[message["task_id"]].job_id,
                 "task_id": message["task_id"],
                 "attempt": message["attempt"],
                 "kind": message["kind"],

@@ -26,7 +26,7 @@ from hybridbed.results.records import (
     CsvLog,
     write_plan,
 )
-from hybridbed.results.summary import add_uplink_totals, summarize
+from hybridbed.results.summary import add_flow_totals, add_uplink_totals, summarize
 from hybridbed.scheduler.core import PolicyError
 from hybridbed.simulator.engine import ResultLogs, Simulation, SimulationTimeout
 from hybridbed.workloads.build import build_workload
@@ -72,6 +72,7 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
         add_uplink_totals(
             out_dir, round(flows.eps_uplink_bytes), round(flows.ocs_uplink_bytes), len(simulation.ocs.events)
         )
+        add_flow_totals(out_dir, scenario.scaled_ocs().elephant_threshold_bytes)
         summary_path = out_dir / "summary.json"
         summary = json.loads(summary_path.read_text())
         summary.update(

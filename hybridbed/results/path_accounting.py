@@ -41,14 +41,22 @@ def lit_intervals(events: list[OcsEvent]) -> dict[tuple[int, int], list[tuple[fl
     return intervals
 
 
+def lit_share(src_rack: int, dst_rack: int, start: float, end: float,
+              intervals: dict[tuple[int, int], list[tuple[float, float]]]) -> float:
+    """The share of a flow's duration for which its racks' circuit was lit (0 inside a rack)."""
+    if src_rack == dst_rack:
+        return 0.0
+    length = max(end - start, 1e-9)
+    covered = sum(max(0.0, min(end, b) - max(start, a)) for a, b in intervals.get((src_rack, dst_rack), []))
+    return min(1.0, covered / length)
+
+
 def flow_path(src_rack: int, dst_rack: int, start: float, end: float,
               intervals: dict[tuple[int, int], list[tuple[float, float]]]) -> str:
     """`rack` inside a rack; else `ocs`, `eps` or `mixed` by how much of the flow its circuit was lit."""
     if src_rack == dst_rack:
         return "rack"
-    length = max(end - start, 1e-9)
-    covered = sum(max(0.0, min(end, b) - max(start, a)) for a, b in intervals.get((src_rack, dst_rack), []))
-    return path_by_ocs_share(covered / length)
+    return path_by_ocs_share(lit_share(src_rack, dst_rack, start, end, intervals))
 
 
 def path_by_ocs_share(share: float) -> str:
@@ -57,7 +65,13 @@ def path_by_ocs_share(share: float) -> str:
 
 
 def annotate_flows(flows: pd.DataFrame, events: list[OcsEvent], t0: float) -> pd.DataFrame:
-    """flows.csv with a `path` column; flow times are seconds after t0 (unix), event times unix."""
+    """flows.csv with `path` and `ocs_bytes` columns; flow times are seconds after t0 (unix), event times unix.
+    A flow's bytes over the OCS are estimated as its bytes times the share of its duration its circuit was lit
+    (flows are paced, so their rate is about even); the simulator counts them exactly."""
     intervals = lit_intervals(events)
-    paths = [flow_path(r.src_rack, r.dst_rack, r.start_s + t0, r.end_s + t0, intervals) for r in flows.itertuples()]
-    return flows.assign(path=paths)
+    paths, ocs_bytes = [], []
+    for r in flows.itertuples():
+        share = lit_share(r.src_rack, r.dst_rack, r.start_s + t0, r.end_s + t0, intervals)
+        paths.append("rack" if r.src_rack == r.dst_rack else path_by_ocs_share(share))
+        ocs_bytes.append(round(r.bytes * share))
+    return flows.assign(path=paths, ocs_bytes=ocs_bytes)

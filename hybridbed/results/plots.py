@@ -1,4 +1,5 @@
-"""A comparison's plots: makespan and OCS byte share per setup, and the JCT distribution of every setup."""
+"""A comparison's plots: makespan and the OCS share of cross-rack shuffle bytes per setup, and the JCT
+distribution of every setup."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,7 +12,7 @@ def plot_comparison(table: pd.DataFrame, jcts: dict[str, pd.Series], out_dir: Pa
     """makespan.png (bars), jct_cdf.png (one CDF per setup), ocs_share.png (bars)."""
     done = table.dropna(subset=["makespan_s"])
     for column, name, label in (("makespan_s", "makespan.png", "makespan (s)"),
-                                ("ocs_byte_share", "ocs_share.png", "share of uplink bytes on the OCS")):
+                                ("shuffle_ocs_share", "ocs_share.png", "share of cross-rack shuffle bytes on the OCS")):
         fig = Figure(figsize=(5, 3.5))
         ax = fig.subplots()
         ax.bar(done["setup"], done[column].astype(float))

@@ -16,8 +16,10 @@ TASK_FIELDS = ["task_id", "job_id", "kind", "attempt", "host", "rack", "locality
                "read_local_bytes", "read_remote_bytes", "fetched_bytes", "written_bytes"]
 USAGE_FIELDS = ["time_s", "host", "running_tasks", "cpu_percent", "rss_mb", "io_read_mbps", "io_write_mbps",
                 "net_in_mbps", "net_out_mbps"]
-FLOW_FIELDS = ["task_id", "attempt", "kind", "src_host", "dst_host", "src_rack", "dst_rack", "bytes", "start_s", "end_s"]
-FLOW_PATH_FIELDS = FLOW_FIELDS + ["path"]  # flows.csv once each flow's path is known
+FLOW_FIELDS = ["job_id", "task_id", "attempt", "kind", "src_host", "dst_host", "src_rack", "dst_rack", "bytes",
+               "start_s", "end_s"]
+# flows.csv once each flow's path is known: rack, eps, ocs or mixed, and the bytes it sent over a circuit
+FLOW_PATH_FIELDS = FLOW_FIELDS + ["path", "ocs_bytes"]
 SHARE_FIELDS = ["cores", "disk_read_mbps", "disk_write_mbps", "net_in_mbps"]
 ACTION_FIELDS = ["time_s", "task_id", "attempt", "host", "action", *SHARE_FIELDS]  # preemptions and share changes
 ALLOCATION_FIELDS = ["time_s", "running_tasks", "suspended_tasks", "pending_tasks", "cores_allocated",

@@ -16,9 +16,38 @@ def add_uplink_totals(out_dir: Path, eps_bytes: int, ocs_bytes: int, reconfigura
     path = out_dir / "summary.json"
     summary = json.loads(path.read_text())
     summary.update({"eps_uplink_bytes": eps_bytes, "ocs_uplink_bytes": ocs_bytes,
-                    "ocs_byte_share": ocs_bytes / (eps_bytes + ocs_bytes) if eps_bytes + ocs_bytes else 0.0,
+                    "all_traffic_ocs_share": ocs_bytes / (eps_bytes + ocs_bytes) if eps_bytes + ocs_bytes else 0.0,
                     "reconfigurations": reconfigurations})
     path.write_text(json.dumps(summary, indent=2))
+
+
+def add_flow_totals(out_dir: Path, elephant_bytes: float) -> dict:
+    """Put what the JobPacker paper separates into summary.json, from flows.csv with each flow's OCS bytes:
+    - `shuffle_ocs_share`: cross-rack shuffle bytes that rode a circuit / all cross-rack shuffle bytes (None
+      when no shuffle crossed racks);
+    - `cross_rack_shuffle_bytes`, `intra_rack_shuffle_bytes`, and `cross_rack_input_bytes` (map input read
+      from another rack, reported apart from the shuffle);
+    - `elephant_aggregates`: (job, source rack, destination rack) shuffle aggregates of at least
+      `elephant_bytes` (the scenario's threshold at the run's scale), the traffic the paper steers to circuits.
+    Returns what it added."""
+    flows = pd.read_csv(out_dir / "flows.csv")
+    shuffle = flows[flows["kind"] == "shuffle"]
+    cross = shuffle[shuffle["src_rack"] != shuffle["dst_rack"]]
+    inputs = flows[(flows["kind"] == "input") & (flows["src_rack"] != flows["dst_rack"])]
+    cross_bytes = int(cross["bytes"].sum())
+    aggregates = cross.groupby(["job_id", "src_rack", "dst_rack"])["bytes"].sum()
+    totals = {
+        "shuffle_ocs_share": float(cross["ocs_bytes"].sum()) / cross_bytes if cross_bytes else None,
+        "cross_rack_shuffle_bytes": cross_bytes,
+        "intra_rack_shuffle_bytes": int(shuffle["bytes"].sum()) - cross_bytes,
+        "cross_rack_input_bytes": int(inputs["bytes"].sum()),
+        "elephant_aggregates": int((aggregates >= elephant_bytes).sum()),
+    }
+    path = out_dir / "summary.json"
+    summary = json.loads(path.read_text())
+    summary.update(totals)
+    path.write_text(json.dumps(summary, indent=2))
+    return totals
 
 
 def summarize(out_dir: Path, jobs_total: int, status: str, started_at: float | None = None) -> dict:

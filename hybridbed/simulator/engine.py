@@ -344,6 +344,7 @@ class Simulation:
             )
             self.logs.flows.write(
                 {
+                    "job_id": task.job_id,
                     "task_id": task.task_id,
                     "attempt": flow.attempt,
                     "kind": flow.kind,
@@ -355,6 +356,7 @@ class Simulation:
                     "start_s": round(flow.start_s, 6),
                     "end_s": round(self.now, 6),
                     "path": path,
+                    "ocs_bytes": round(flow.ocs_bytes),
                 }
             )
         if flow.kind == "input":

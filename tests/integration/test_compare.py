@@ -39,7 +39,7 @@ def test_compare_runs_each_setup_on_the_same_jobs(tmp_path, small_scenario):
         assert setup["status"] == "done" and setup["jobs_done"] == 2
         assert setup["makespan_s"] > 0 and setup["jct_median_s"] > 0 and setup["jct_p95_s"] >= setup["jct_median_s"]
     assert result["fair"]["makespan_vs_baseline"] == 1.0 == result["fair"]["jct_median_vs_baseline"]
-    assert result["f-eps"]["ocs_byte_share"] == 0  # no OCS in f-eps
+    assert result["f-eps"]["all_traffic_ocs_share"] == 0  # no OCS in f-eps
     jobs = {s: pd.read_csv(out / s / "jobs.csv").set_index("job_id") for s in result}
     assert jobs["fair"]["shuffle_bytes"].to_dict() == jobs["f-eps"]["shuffle_bytes"].to_dict()
     assert (out / "comparison.csv").exists() and (out / "jct_cdf.png").exists()

@@ -71,8 +71,8 @@ def test_jobpacker_moves_a_shuffle_heavy_job_onto_the_ocs_where_fair_does_not(tm
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout)
     assert all(r["status"] == "done" for r in result.values())
-    assert result["jobpacker"]["ocs_byte_share"] >= 0.5, result
-    assert result["fair"]["ocs_byte_share"] <= 0.15, result
+    assert result["jobpacker"]["all_traffic_ocs_share"] >= 0.5, result
+    assert result["fair"]["all_traffic_ocs_share"] <= 0.15, result
     assert result["jobpacker"]["reconfigurations"] >= 1
     # JobPacker's reducers sit on both racks, half each, as planned
     tasks = pd.read_csv(out / "jobpacker" / "tasks.csv")

@@ -46,7 +46,7 @@ def test_job_completes_and_every_reducer_fetches_exactly_its_bytes(tmp_path, sma
     # the tasks land is the scheduler's choice, so there may be no cross-rack flow at all)
     cross = flows[flows.src_rack != flows.dst_rack]
     assert set(cross.path) <= {"eps"} and set(flows[flows.src_rack == flows.dst_rack].path) <= {"rack"}
-    assert summary["ocs_uplink_bytes"] == 0 and summary["ocs_byte_share"] == 0
+    assert summary["ocs_uplink_bytes"] == 0 and summary["all_traffic_ocs_share"] == 0
     assert summary["eps_uplink_bytes"] >= cross.bytes.sum()
     usage = pd.read_csv(out / "usage.csv")
     assert set(usage.host) == {"r0h0", "r0h1", "r1h0", "r1h1"} and usage.running_tasks.max() >= 1

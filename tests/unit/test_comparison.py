@@ -44,8 +44,8 @@ def test_an_unknown_comparison_setup_is_refused_by_name():
 def test_plots_are_written(tmp_path):
     table = pd.DataFrame(
         [
-            {"setup": "fair", "makespan_s": 10.0, "ocs_byte_share": 0.4},
-            {"setup": "f-eps", "makespan_s": 8.0, "ocs_byte_share": 0.0},
+            {"setup": "fair", "makespan_s": 10.0, "shuffle_ocs_share": 0.4},
+            {"setup": "f-eps", "makespan_s": 8.0, "shuffle_ocs_share": None},
         ]
     )
     plot_comparison(table, {"fair": pd.Series([1.0, 3.0, 2.0]), "f-eps": pd.Series([1.0, 2.0])}, tmp_path)
@@ -66,5 +66,12 @@ def test_a_simulated_comparison_reads_back_as_dataframes(tmp_path):
         assert run.summary["makespan_s"] == pytest.approx(run.jobs["finish_s"].max())
         assert float(table.loc[table.setup == setup, "makespan_s"].iloc[0]) == pytest.approx(run.summary["makespan_s"])
     assert len(load(tmp_path / "cmp" / "jobpacker").ocs_events) >= 1  # its circuits were reconfigured
+    for setup in ("fair", "jobpacker"):  # the shuffle's OCS share is read off its own flows, inputs apart
+        run = load(tmp_path / "cmp" / setup)
+        cross = run.flows[(run.flows.kind == "shuffle") & (run.flows.src_rack != run.flows.dst_rack)]
+        assert run.summary["shuffle_ocs_share"] == pytest.approx(cross.ocs_bytes.sum() / cross.bytes.sum())
+        assert 0 <= run.summary["shuffle_ocs_share"] <= 1
+        assert set(run.flows.job_id) <= set(run.jobs.job_id)
+        assert {"shuffle_ocs_share", "cross_rack_input_bytes", "elephant_aggregates"} <= set(table.columns)
     with pytest.raises(FileNotFoundError, match="summary.json"):
         load(tmp_path / "cmp")

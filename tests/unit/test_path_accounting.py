@@ -49,3 +49,18 @@ def test_uplink_bytes_are_counter_deltas_per_link_kind():
         ]
     )
     assert uplink_bytes(links) == (60, 3000)
+
+
+def test_a_flow_gets_the_bytes_of_the_time_its_circuit_was_lit():
+    from hybridbed.results.path_accounting import annotate_flows
+
+    flows = pd.DataFrame(
+        [
+            {"src_rack": 0, "dst_rack": 1, "bytes": 1000, "start_s": 5.0, "end_s": 15.01},  # lit from 10.01
+            {"src_rack": 0, "dst_rack": 1, "bytes": 1000, "start_s": 11.0, "end_s": 19.0},  # all lit
+            {"src_rack": 1, "dst_rack": 1, "bytes": 1000, "start_s": 11.0, "end_s": 19.0},  # inside a rack
+        ]
+    )
+    out = annotate_flows(flows, EVENTS, 0.0)
+    assert list(out["path"]) == ["mixed", "ocs", "rack"]
+    assert list(out["ocs_bytes"]) == [500, 1000, 0]
