@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from hybridbed.policies.locality import LocalityParams
 from hybridbed.policies.planned import PlannedPolicy
 from hybridbed.policies.planning.corral import plan_corral
 from hybridbed.policies.planning.latency import JobProfile, LatencyModel
 from hybridbed.policies.planning.timeline import Plan
-from hybridbed.scheduler.policy import PolicyParams
 
 
-class CorralParams(PolicyParams):
+class CorralParams(LocalityParams):
     patience: int = Field(
         default=20,
         ge=1,

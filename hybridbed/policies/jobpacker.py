@@ -20,16 +20,16 @@ import random
 
 from pydantic import Field
 
+from hybridbed.policies.locality import LocalityParams
 from hybridbed.policies.planned import PlannedPolicy
 from hybridbed.policies.planning.jobpacker import JobPackerPlanner
 from hybridbed.policies.planning.latency import JobProfile, LatencyModel
 from hybridbed.policies.planning.timeline import Plan
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.model import Job, Task, TaskState
-from hybridbed.scheduler.policy import PolicyParams
 
 
-class JobPackerParams(PolicyParams):
+class JobPackerParams(LocalityParams):
     sub_batches: int = Field(
         default=5,
         ge=1,

@@ -5,7 +5,9 @@ The plan gives each recurring job its map racks and reduce racks, and each rack 
 - the first replica of a planned job's input goes to one of its map racks;
 - when a container frees on a rack, the first entry of the rack's sequence with a runnable task
   gets it (entries whose job has not arrived, or whose reduces slowstart has not released, are
-  passed over). A planned job's tasks run only on its planned racks, and each reduce rack takes
+  passed over). A map entry waits for locality as Fair's jobs do (`locality.DelayScheduling`): a
+  job with no map whose block is on the host or its rack is passed over until its wait is up, so
+  its maps go to the racks holding their blocks' first replicas rather than reading across racks. A planned job's tasks run only on its planned racks, and each reduce rack takes
   at most its even share of the job's reducers, so the shuffle keeps the planned rack-pair shape;
 - only when the rack's sequence has nothing runnable do unplanned (ad-hoc) jobs get the container,
   chosen by the subclass (Fair by default);
@@ -18,6 +20,7 @@ import math
 from collections.abc import Iterable
 
 from hybridbed.policies.fair import FairPolicy
+from hybridbed.policies.locality import DelayScheduling, LocalityParams
 from hybridbed.policies.planning.latency import JobProfile, LatencyModel
 from hybridbed.policies.planning.timeline import Plan
 from hybridbed.scheduler.cluster import ClusterState, HostState, NetworkView
@@ -27,10 +30,13 @@ from hybridbed.scheduler.policy import Policy
 
 class PlannedPolicy(Policy):
     ocs_aware: bool = True  # whether the planner's latency model knows the OCS
+    params: LocalityParams
 
     def __init__(self, **params: object) -> None:
         super().__init__(**params)
-        self.fair = FairPolicy()
+        waits = {"node_delay_s": self.params.node_delay_s, "rack_delay_s": self.params.rack_delay_s}
+        self.fair = FairPolicy(**waits)  # ad-hoc jobs
+        self.locality = DelayScheduling(self.params)  # planned jobs' maps
         self.offline = Plan()
         self.network: NetworkView | None = None  # set by plan(); run-time rules read the threshold from it
         self._pruned: dict[int, int] = {}  # rack -> how many jobs had finished when its sequence was pruned
@@ -72,7 +78,10 @@ class PlannedPolicy(Policy):
             job = cluster.launchable.get(job_id)
             if job is None or not self._follows_plan(job_id, dead):
                 continue
-            task = cluster.best_map(job, host)[0] if kind is StageKind.MAP else self._reduce_for(job, host, cluster)
+            if kind is StageKind.MAP:
+                task = self.locality.map_for(job, host, cluster)
+            else:
+                task = self._reduce_for(job, host, cluster)
             if task is not None and host.can_run(task):
                 return task
         adhoc = [j for j in cluster.launchable.values() if not self._follows_plan(j.job_id, dead)]

@@ -252,6 +252,25 @@ def test_planned_jobs_run_and_keep_their_data_on_their_racks(policy_class):
         assert max(per_rack.values()) <= -(-len(job.reduces) // len(planned.reduces.racks))
 
 
+def off_rack_reads(jobs: dict, state: ClusterState) -> int:
+    """Maps that ran on a rack holding no replica of their block."""
+    return sum(
+        1
+        for job in jobs.values()
+        for m in job.maps
+        if all(state.rack_of[h] != state.rack_of[m.host] for h in m.input_block.replicas)
+    )
+
+
+def test_planned_maps_wait_for_a_rack_holding_their_block_before_reading_across_racks():
+    specs = recurring_specs(10, 5)
+    eager = cluster()
+    assert off_rack_reads(run_to_completion(JobPackerPolicy(node_delay_s=0, rack_delay_s=0), specs, eager), eager) > 0
+    patient = cluster()
+    jobs = run_to_completion(JobPackerPolicy(node_delay_s=3, rack_delay_s=3), specs, patient)
+    assert off_rack_reads(jobs, patient) == 0
+
+
 def test_jobpacker_holds_the_shuffle_until_running_reducers_reach_the_threshold():
     state = cluster(racks=2, hosts=2, slots=2, slowstart=0.0)
     policy = JobPackerPolicy()
