@@ -25,6 +25,23 @@ def _default(model: type[FabricSpec] | type[OcsSpec], field: str) -> str:
     return f"{model.model_fields[field].default:g}"
 
 
+def _number_at_least(low: float, strictly: bool = False):
+    """An argparse type: a finite number above `low` (or at least `low`); argparse names the flag when it is not."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value) or value < low or (strictly and value == low):
+            raise argparse.ArgumentTypeError(
+                f"{text} must be a finite number {'above' if strictly else 'of at least'} {low:g}"
+            )
+        return value
+
+    return parse
+
+
 def _fabric_arguments(parser: argparse.ArgumentParser, racks: int | None = None, hosts: int | None = None) -> None:
     group = parser.add_argument_group("fabric")
     group.add_argument("--racks", type=int, default=racks, required=racks is None)
@@ -171,8 +188,14 @@ def _fmt(value: object) -> str:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from hybridbed.testbed.fidelity import run_check
+    from hybridbed.testbed.probes import CHECK_MIN_RACKS
 
     fabric = fabric_from_args(args)
+    if fabric.has_ocs and fabric.racks < CHECK_MIN_RACKS:
+        raise SpecError(
+            f"--racks: {fabric.racks}; the reconfiguration probe moves a circuit between three racks, "
+            f"so a check of the hybrid fabric needs --racks {CHECK_MIN_RACKS} or more"
+        )
     _terminate_on_sigterm()
     with console.status(f"measuring a {fabric.racks}x{fabric.hosts_per_rack} fabric (about a minute) ..."):
         report = run_check(fabric, reconfig_delay_ms=args.delay_ms, seconds=args.seconds)
@@ -353,8 +376,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="fidelity self-check: goodput, steering, reconfiguration gap, bring-up time")
     _fabric_arguments(check, racks=4, hosts=2)
-    check.add_argument("--delay-ms", type=float, default=50.0, help="reconfiguration delay to measure (default 50)")
-    check.add_argument("--seconds", type=float, default=4.0, help="length of each goodput measurement")
+    check.add_argument(
+        "--delay-ms", type=_number_at_least(0), default=50.0, help="reconfiguration delay to measure (default 50)"
+    )
+    check.add_argument(
+        "--seconds", type=_number_at_least(0, strictly=True), default=4.0, help="length of each goodput measurement"
+    )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.set_defaults(func=cmd_check)
 

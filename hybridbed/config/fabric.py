@@ -25,7 +25,7 @@ class FabricSpec(BaseModel):
     forwards (README, fidelity table).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     racks: int = Field(ge=2, le=250, description="number of racks (ToR switches)")
     hosts_per_rack: int = Field(ge=1, le=250)
@@ -78,7 +78,7 @@ class FabricSpec(BaseModel):
 class OcsSpec(BaseModel):
     """How the controller runs the optical circuit switch and steers traffic onto it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     mode: Literal["pinned", "periodic"] = "pinned"
     reconfig_interval_s: float = Field(default=1.0, gt=0.01, le=3600)

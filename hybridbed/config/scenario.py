@@ -20,7 +20,8 @@ F_EPS = "f-eps"  # the comparison setup: Fair on the EPS-only variant with uplin
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # an infinite or NaN number is no duration, rate or size (YAML's .inf and .nan parse as floats)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ContainerSpec(_Strict):
@@ -200,6 +201,16 @@ class Scenario(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _heartbeats_can_be_missed(self) -> Scenario:
+        timeout, beat = self.scheduler.heartbeat_timeout_s, self.workers.heartbeat_s
+        if timeout < 2 * beat:
+            raise ValueError(
+                f"scheduler.heartbeat_timeout_s {timeout:g} is under two heartbeats (workers.heartbeat_s {beat:g}): "
+                "a healthy worker would be declared lost between its heartbeats"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _suite_fits_a_host(self) -> Scenario:
         if self.workload.source not in ("tetris-suite", "dag"):
             return self
@@ -221,26 +232,54 @@ class Scenario(_Strict):
         return self.ocs.model_copy(update={"elephant_threshold_bytes": self.ocs.elephant_threshold_bytes * self.scale})
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping: YAML requires keys to be unique, and
+    PyYAML would silently keep the later value."""
+
+
+def _unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict:
+    first_line: dict[object, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            seen = first_line.get(key)
+        except TypeError:  # an unhashable key: construct_mapping reports it
+            continue
+        if seen is not None:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} is given twice (first on line {seen})", key_node.start_mark
+            )
+        first_line[key] = key_node.start_mark.line + 1
+    return loader.construct_mapping(node, deep=True)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
 def read_scenario(path: Path, overrides: dict | None = None) -> dict:
     """A scenario file's fields, with trace paths made relative to the file and `overrides` ("backend" or
-    "section.field") applied; a file that is missing or not a YAML mapping is a SpecError."""
+    "section.field") applied; a file that is missing, not YAML, not a mapping or with a key given twice is a
+    SpecError. Fields of the wrong type are left for `parse_scenario` to report."""
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = yaml.load(Path(path).read_text(), Loader=_UniqueKeyLoader)
     except FileNotFoundError:
         raise SpecError(f"scenario file {path} does not exist") from None
-    except yaml.YAMLError as err:
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise SpecError(f"{path} is not valid YAML: {err}") from None
     if not isinstance(data, dict):
         raise SpecError(f"{path}: a scenario is a mapping of fields, got {type(data).__name__}")
-    trace = (data.get("workload") or {}).get("trace")
+    workload = data.get("workload")
+    trace = workload.get("trace") if isinstance(workload, dict) else None
     here = Path(path).resolve().parent
     if isinstance(trace, str):  # relative to the scenario file
-        data["workload"]["trace"] = str(here / trace)
+        workload["trace"] = str(here / trace)
     elif isinstance(trace, list):
-        data["workload"]["trace"] = [str(here / t) if isinstance(t, str) else t for t in trace]
+        workload["trace"] = [str(here / t) if isinstance(t, str) else t for t in trace]
     for key, value in (overrides or {}).items():  # "backend" or "section.field"
         *section, field = key.split(".")
-        (data.setdefault(section[0], {}) if section else data)[field] = value
+        target = data.setdefault(section[0], {}) if section else data
+        if isinstance(target, dict):  # else the section itself is malformed, which validation reports
+            target[field] = value
     return data
 
 

@@ -18,12 +18,12 @@ def describe_validation_error(err: ValidationError, prefix: str = "") -> str:
     """One line per problem, each naming the field path and the offending value."""
     lines = []
     for problem in err.errors():
-        field = ".".join(str(p) for p in problem["loc"]) or "(root)"
-        if prefix:
-            field = f"{prefix}.{field}"
+        field = ".".join([prefix, *map(str, problem["loc"])] if prefix else map(str, problem["loc"]))
+        # a validator's own message names its fields; pydantic's wrapper around it adds nothing
+        message = str(problem["ctx"]["error"]) if problem["type"] == "value_error" else problem["msg"]
         value = problem.get("input")
         shown = "" if isinstance(value, dict) else f" (got {value!r})"
-        lines.append(f"{field}: {problem['msg']}{shown}")
+        lines.append(f"{field}: {message}{shown}" if field else message)
     return "; ".join(lines)
 
 

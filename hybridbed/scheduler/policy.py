@@ -82,7 +82,7 @@ class PolicyParams(BaseModel):
     """A policy's parameters, checked where they are declared (an unknown name is refused). Each policy
     with parameters declares its own subclass as `Params`; every field says where its default comes from."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Policy:

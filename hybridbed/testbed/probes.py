@@ -23,6 +23,7 @@ IPERF_BASE_PORT = 5201
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
 PROBE_UDP_PORT = 9999
+CHECK_MIN_RACKS = 3  # the reconfiguration probe moves rack 0's circuit from rack 1 to rack 2
 SO_TIMESTAMPNS = 35  # <asm-generic/socket.h>; the socket module does not export it
 TIMESTAMP_CMSG_SPACE = socket.CMSG_SPACE(16)  # struct timespec
 
@@ -220,8 +221,8 @@ def delivery_gap(tap: OcsPortTap, old_rack: int, new_rack: int, event: OcsEvent)
 
 def reconfiguration_gap(net: HybridNetwork) -> tuple[float, OcsEvent]:
     """Reconfigure 0->1 into 0->2 under a probe stream to both; return (gap in s, the event)."""
-    if net.plan.racks < 3:
-        raise ValueError("measuring the OCS delivery gap needs at least 3 racks")
+    if net.plan.racks < CHECK_MIN_RACKS:
+        raise ValueError(f"measuring the OCS delivery gap needs at least {CHECK_MIN_RACKS} racks")
     net.controller.set_circuits([{"src_rack": 0, "dst_rack": 1}])
     with OcsPortTap(net, [1, 2]) as tap:
         stream = udp_probe_stream(net, (0, 0), [(1, 0), (2, 0)], seconds=1.2)

@@ -9,12 +9,15 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from hybridbed.config.validation import SpecError
+
 SwimRow = tuple[str, float, int, int, int]  # job id, submit time, input, shuffle and output bytes
 SWIM_COLUMNS = ("job id", "submit time", "inter-job gap", "map input bytes", "shuffle bytes", "reduce output bytes")
 
 
-class TraceError(ValueError):
-    """A trace line that does not follow the format; the message names the file and line."""
+class TraceError(SpecError):
+    """A trace line that does not follow the format, or a selection the trace cannot fill; the message names
+    the file and line. A bad trace is bad input, reported as any scenario field is."""
 
 
 def read_swim(
@@ -24,30 +27,33 @@ def read_swim(
     only those shuffling between `min_shuffle_bytes` and `max_shuffle_bytes` (how a study selects its
     jobs from a sample)."""
     rows: list[SwimRow] = []
-    with Path(path).open() as trace:
-        for number, line in enumerate(trace, start=1):
-            if limit is not None and len(rows) >= limit:
-                break
-            if not line.strip():
-                continue
-            fields = line.rstrip("\n").split("\t")
-            if len(fields) != len(SWIM_COLUMNS):
-                raise TraceError(
-                    f"{path}:{number}: expected {len(SWIM_COLUMNS)} tab-separated columns "
-                    f"({', '.join(SWIM_COLUMNS)}), found {len(fields)}"
-                )
-            try:
-                submit = float(fields[1])
-                sizes = [int(f) for f in fields[3:]]
-            except ValueError as err:
-                raise TraceError(f"{path}:{number}: {err}") from None
-            for name, value in zip(SWIM_COLUMNS[3:], sizes):
-                if value < 0:
-                    raise TraceError(f"{path}:{number}: {name} is negative ({value})")
-            if submit < 0:
-                raise TraceError(f"{path}:{number}: submit time is negative ({submit})")
-            if min_shuffle_bytes <= sizes[1] <= max_shuffle_bytes:
-                rows.append((fields[0], submit, sizes[0], sizes[1], sizes[2]))
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as err:
+        raise TraceError(f"{path}: not a text trace ({err})") from None
+    for number, line in enumerate(lines, start=1):
+        if limit is not None and len(rows) >= limit:
+            break
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != len(SWIM_COLUMNS):
+            raise TraceError(
+                f"{path}:{number}: expected {len(SWIM_COLUMNS)} tab-separated columns "
+                f"({', '.join(SWIM_COLUMNS)}), found {len(fields)}"
+            )
+        try:
+            submit = float(fields[1])
+            sizes = [int(f) for f in fields[3:]]
+        except ValueError as err:
+            raise TraceError(f"{path}:{number}: {err}") from None
+        for name, value in zip(SWIM_COLUMNS[3:], sizes):
+            if value < 0:
+                raise TraceError(f"{path}:{number}: {name} is negative ({value})")
+        if not 0 <= submit < math.inf:
+            raise TraceError(f"{path}:{number}: submit time must be a finite non-negative number ({submit})")
+        if min_shuffle_bytes <= sizes[1] <= max_shuffle_bytes:
+            rows.append((fields[0], submit, sizes[0], sizes[1], sizes[2]))
     if not rows:
         raise TraceError(f"{path}: no jobs shuffling between {min_shuffle_bytes:g} and {max_shuffle_bytes:g} bytes")
     return rows
