@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hybridbed.config.scenario import F_EPS, Scenario, parse_scenario, read_scenario
 from hybridbed.config.validation import SpecError
+from hybridbed.experiments.feasibility import emulation_problems
 from hybridbed.scheduler.policy import policy_problems, registered_policies
 
 
@@ -22,7 +23,8 @@ def load_scenario(path: Path, overrides: dict | None = None) -> Scenario:
 
 
 def validate_scenario(data: dict) -> Scenario:
-    """A scenario from its fields, fully checked; every problem is a SpecError naming the field."""
+    """A scenario from its fields, fully checked (an emulated one also against this machine's memory); every
+    problem is a SpecError naming the field."""
     scenario = parse_scenario(data)
     known = available_setups()
     problems = policy_problems(scenario.scheduler)
@@ -30,6 +32,8 @@ def validate_scenario(data: dict) -> Scenario:
         problems.append(f"compare: unknown setup {', '.join(unknown)}; available: {', '.join(known)}")
     if scenario.compare_baseline not in known:
         problems.append(f"compare_baseline: unknown setup {scenario.compare_baseline}; available: {', '.join(known)}")
+    if scenario.backend == "emulation":
+        problems += emulation_problems(scenario)
     if problems:
         raise SpecError("; ".join(problems))
     return scenario

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from hybridbed.cli import main
 from hybridbed.config.validation import SpecError
+from hybridbed.experiments.feasibility import MEMORY_SHARE, emulation_memory_mb, emulation_problems
 from hybridbed.experiments.scenarios import load_scenario
 from hybridbed.workloads.build import build_workload
 
@@ -163,3 +164,14 @@ def test_any_mutated_scenario_is_valid_or_a_field_error(tmp_path, edits, extra):
         build_workload(scenario)
     except SpecError:
         pass
+
+
+def test_an_emulated_fabric_larger_than_the_machine_is_refused_before_anything_is_built(tmp_path):
+    data = {**quickstart(), "fabric": {**quickstart()["fabric"], "racks": 250, "hosts_per_rack": 250}}
+    path = write(tmp_path, yaml.safe_dump(data))
+    with pytest.raises(SpecError, match=r"fabric: 250 racks x 250 hosts .* need about [\d,]+ MB"):
+        load_scenario(path)
+    assert load_scenario(path, {"backend": "simulation"}).fabric.racks == 250  # the simulator takes any size
+    small = load_scenario(QUICKSTART)
+    assert emulation_problems(small, available_mb=emulation_memory_mb(small) / MEMORY_SHARE + 1) == []
+    assert emulation_problems(small, available_mb=emulation_memory_mb(small) / MEMORY_SHARE - 1)
