@@ -8,6 +8,7 @@ import pytest
 
 from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.controller.client import ControllerError
+from hybridbed.controller.rest_api import body_limit_bytes
 from hybridbed.testbed import probes
 from hybridbed.testbed.fidelity import check_steering
 from hybridbed.testbed.network import HybridNetwork
@@ -104,6 +105,14 @@ def test_invalid_api_input_is_rejected_and_changes_nothing(clean_circuits):
         with pytest.raises(ControllerError) as err:
             net.controller.put_raw(path, b'{"circuits": [')
         assert err.value.status == 400 and "not valid JSON" in err.value.message
+    limit = body_limit_bytes(net.fabric.racks)
+    for raw, status, message in [
+        (b'{"demand": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", 400, "nested deeper"),
+        (b'{"demand": [' + b" " * limit + b"]}", 413, "byte limit"),
+    ]:
+        with pytest.raises(ControllerError) as err:
+            net.controller.put_raw("/demand", raw)
+        assert err.value.status == status and message in err.value.message
     assert net.controller.circuits() == pinned
     assert net.controller.demand()["hints"] == hints
     assert len(net.controller.events()) == events
