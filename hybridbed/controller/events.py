@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 OCS_EVENT_FIELDS = [
     "seq",
@@ -63,3 +64,17 @@ class OcsEvent:
             "circuits_before": json.dumps(self.circuits_before),
             "circuits_after": json.dumps(self.circuits_after),
         }
+
+
+def read_event_log(path: Path) -> list[OcsEvent]:
+    """The events of the controller's JSON-lines log (one per line, appended as they happen); it outlives the
+    controller, so a run whose controller died still has its events. A line cut short by a crash is skipped."""
+    if not path.exists():
+        return []
+    events = []
+    for line in path.read_text().splitlines():
+        try:
+            events.append(OcsEvent.from_dict(json.loads(line)))
+        except (ValueError, TypeError):
+            continue
+    return events

@@ -21,11 +21,12 @@ import pandas as pd
 
 from hybridbed.config.scenario import Scenario
 from hybridbed.controller.client import DEFAULT_REST_PORT
-from hybridbed.controller.events import OCS_EVENT_FIELDS, OcsEvent
+from hybridbed.controller.events import OCS_EVENT_FIELDS, OcsEvent, read_event_log
 from hybridbed.experiments.run_failed import RunFailed
 from hybridbed.results.path_accounting import annotate_flows, uplink_bytes
 from hybridbed.results.progress import Progress, read_progress
-from hybridbed.results.summary import add_flow_totals, add_uplink_totals
+from hybridbed.results.summary import add_flow_totals, add_uplink_totals, mark_status
+from hybridbed.testbed.interrupts import deferred_interrupts
 from hybridbed.testbed.network import HybridNetwork, NetworkStartError
 from hybridbed.workers.cgroups import CgroupLayout
 from hybridbed.workers.protocol import SOCKET_NAME
@@ -44,6 +45,9 @@ def _link_names(net: HybridNetwork) -> dict[tuple[str, int], str]:
             for k in range(plan.ocs_ports_per_tor):
                 names[(f"tor{rack}", plan.tor_ocs_port(k))] = f"tor{rack}-ocs{k}"
     return names
+
+
+STOP_GRACE_S = 10.0  # a process's time to exit on SIGTERM (the scheduler writes its summary) before SIGKILL
 
 
 def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progress], None] | None = None) -> dict:
@@ -122,18 +126,38 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
         if code != 0:
             raise RunFailed(f"the scheduler exited with status {code}; see {out_dir / 'scheduler.log'}")
         status = "done"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
     finally:
-        for proc in processes:  # the scheduler first: on SIGTERM it still writes its summary
-            if proc.poll() is None:
-                proc.terminate()
+        with deferred_interrupts():  # a second Ctrl-C must not leave the network half torn down
             try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        events = _write_ocs_events(net, out_dir, t0)
-        _account_paths(out_dir, events, scenario.scaled_ocs().elephant_threshold_bytes)
-        net.stop(status=status)
+                _stop(processes[:1], STOP_GRACE_S)  # the scheduler first: on SIGTERM it still writes its summary
+                _stop(processes[1:], STOP_GRACE_S)
+                events = _write_ocs_events(net, out_dir, t0)
+                _account_paths(out_dir, events, scenario.scaled_ocs().elephant_threshold_bytes)
+            finally:
+                net.stop(status=status)
+            if status == "interrupted":  # the scheduler, stopped by SIGTERM, could only say it failed
+                mark_status(out_dir, status)
     return json.loads((out_dir / "summary.json").read_text())
+
+
+def _stop(processes: list[subprocess.Popen], grace_s: float) -> None:
+    """SIGTERM to every process still running, then SIGKILL to those alive after `grace_s` (one deadline for
+    all, so a run with many workers does not wait for each in turn)."""
+    running = []
+    for proc in processes:
+        if proc.poll() is None:
+            proc.terminate()
+            running.append(proc)
+    deadline = time.monotonic() + grace_s
+    for proc in running:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _seen_from_hosts(path: Path) -> Path:
@@ -210,10 +234,8 @@ def _account_paths(out_dir: Path, events: list[OcsEvent], elephant_bytes: float)
 
 
 def _write_ocs_events(net: HybridNetwork, out_dir: Path, t0: float) -> list[OcsEvent]:
-    try:
-        events = net.controller.events() if net.net is not None else []
-    except Exception:  # the controller is gone: the run's event log in its state dir is still there
-        events = []
+    """ocs_events.csv from the controller's event log, which is there whether or not the controller still runs."""
+    events = read_event_log(net.event_log)
     with (out_dir / "ocs_events.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=OCS_EVENT_FIELDS)
         writer.writeheader()

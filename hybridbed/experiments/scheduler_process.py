@@ -391,6 +391,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind, so the summary says the run failed
+    # A terminal's Ctrl-C reaches the whole process group; the owner (`hybridbed run`) then stops the scheduler
+    # with one SIGTERM, and a second Ctrl-C must not cut the summary short.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         return SchedulerServer(args.out_dir).run()
     except Exception:

@@ -29,6 +29,7 @@ from hybridbed.results.records import (
 from hybridbed.results.summary import add_flow_totals, add_uplink_totals, summarize
 from hybridbed.scheduler.core import PolicyError
 from hybridbed.simulator.engine import ResultLogs, Simulation, SimulationTimeout
+from hybridbed.testbed.interrupts import deferred_interrupts
 from hybridbed.workloads.build import build_workload
 
 FLUSH_INTERVAL_S = 1.0
@@ -62,27 +63,31 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
         status = "done"
     except (SimulationTimeout, PolicyError) as err:
         raise RunFailed(str(err)) from err
+    except KeyboardInterrupt:
+        status = "interrupted"  # the results so far are written, marked as such
+        raise
     finally:
-        logs.allocation.record(simulation.cluster.allocation(), simulation.now, final=True)
-        for csv_log in (logs.jobs, logs.tasks, logs.flows, logs.ocs_events, logs.actions, logs.allocation):
-            csv_log.close()
-        write_plan(out_dir, simulation.policy.plan_rows())  # again: per-job plans made as jobs arrived
-        summarize(out_dir, len(specs), status)
-        flows = simulation.flows
-        add_uplink_totals(
-            out_dir, round(flows.eps_uplink_bytes), round(flows.ocs_uplink_bytes), len(simulation.ocs.events)
-        )
-        add_flow_totals(out_dir, scenario.scaled_ocs().elephant_threshold_bytes)
-        summary_path = out_dir / "summary.json"
-        summary = json.loads(summary_path.read_text())
-        summary.update(
-            {
-                "backend": "simulation",
-                "simulated_s": simulation.now,
-                "events": simulation.events,
-                "planning_wall_s": round(planning_s, 3),
-                "wall_s": round(time.perf_counter() - started, 3),
-            }
-        )
-        summary_path.write_text(json.dumps(summary, indent=2))
+        with deferred_interrupts():  # a second Ctrl-C must not cut the results short
+            logs.allocation.record(simulation.cluster.allocation(), simulation.now, final=True)
+            for csv_log in (logs.jobs, logs.tasks, logs.flows, logs.ocs_events, logs.actions, logs.allocation):
+                csv_log.close()
+            write_plan(out_dir, simulation.policy.plan_rows())  # again: per-job plans made as jobs arrived
+            summarize(out_dir, len(specs), status)
+            flows = simulation.flows
+            add_uplink_totals(
+                out_dir, round(flows.eps_uplink_bytes), round(flows.ocs_uplink_bytes), len(simulation.ocs.events)
+            )
+            add_flow_totals(out_dir, scenario.scaled_ocs().elephant_threshold_bytes)
+            summary_path = out_dir / "summary.json"
+            summary = json.loads(summary_path.read_text())
+            summary.update(
+                {
+                    "backend": "simulation",
+                    "simulated_s": simulation.now,
+                    "events": simulation.events,
+                    "planning_wall_s": round(planning_s, 3),
+                    "wall_s": round(time.perf_counter() - started, 3),
+                }
+            )
+            summary_path.write_text(json.dumps(summary, indent=2))
     return summary

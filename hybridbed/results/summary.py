@@ -21,6 +21,16 @@ def add_uplink_totals(out_dir: Path, eps_bytes: int, ocs_bytes: int, reconfigura
     path.write_text(json.dumps(summary, indent=2))
 
 
+def mark_status(out_dir: Path, status: str) -> None:
+    """Set summary.json's status, when a run's end is known only to its owner (a user's interrupt: the results
+    so far stay, marked as such)."""
+    path = out_dir / "summary.json"
+    if path.exists():
+        summary = json.loads(path.read_text())
+        summary["status"] = status
+        path.write_text(json.dumps(summary, indent=2))
+
+
 def add_flow_totals(out_dir: Path, elephant_bytes: float) -> dict:
     """Put what the JobPacker paper separates into summary.json, from flows.csv with each flow's OCS bytes:
     - `shuffle_ocs_share`: cross-rack shuffle bytes that rode a circuit / all cross-rack shuffle bytes (None

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from functools import partial
+from pathlib import Path
 
 from mininet.log import setLogLevel
 from mininet.net import Mininet
@@ -26,6 +27,7 @@ from hybridbed.config.addressing import EPS_DPID, HOST_PREFIX_LEN, OCS_DPID, Fab
 from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.controller.client import DEFAULT_REST_PORT, FabricClient
 from hybridbed.testbed.cleanup import clean_run
+from hybridbed.testbed.interrupts import deferred_interrupts
 from hybridbed.testbed.isolation import IPV6_OFF, FabricNamespace, RunCgroup
 from hybridbed.testbed.ovs import PrivateOVS, kernel_datapath_available
 from hybridbed.testbed.runs import RunRecord
@@ -101,6 +103,12 @@ class HybridNetwork:
         assert self.record is not None
         return self.record.run_id
 
+    @property
+    def event_log(self) -> Path:
+        """The controller's JSON-lines log of reconfigurations, in the run's state directory."""
+        assert self.record is not None
+        return self.record.state_dir / "ocs_events.jsonl"
+
     def __enter__(self) -> HybridNetwork:
         self.start()
         return self
@@ -165,7 +173,7 @@ class HybridNetwork:
                 "--rest-port",
                 str(DEFAULT_REST_PORT),
                 "--event-log",
-                str(state / "ocs_events.jsonl"),
+                str(self.event_log),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -231,9 +239,14 @@ class HybridNetwork:
 
     # tear-down ---------------------------------------------------------------------------------
     def stop(self, status: str = "stopped") -> None:
-        """Stop gracefully where possible, then remove whatever the manifest still records."""
+        """Stop gracefully where possible, then remove whatever the manifest still records; a Ctrl-C meanwhile
+        does not cut it short."""
         if self.record is None:
             return
+        with deferred_interrupts():
+            self._stop(status)
+
+    def _stop(self, status: str) -> None:
         try:
             if self.net is not None:
                 self.net.stop()

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import psutil
+import yaml
 
 from hybridbed.config.fabric import FabricSpec
 from hybridbed.testbed.isolation import FabricNamespace
@@ -89,3 +90,51 @@ def test_killed_run_is_removed_by_hybridbed_clean():
         if proc.poll() is None:
             proc.kill()
         subprocess.run(["ip", "netns", "delete", "hbtest-foreign2"], check=False)
+
+
+def _run_of(proc: subprocess.Popen, timeout_s: float = 60) -> RunManifest:
+    """The manifest of the run `proc` owns, once its network is up."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        assert time.monotonic() < deadline, "the run did not come up"
+        assert proc.poll() is None, "hybridbed exited"
+        mine = [m for m in STATE_ROOT.glob("*/manifest.json") if RunManifest.load(m).owner_pid == proc.pid]
+        if mine and (manifest := RunManifest.load(mine[0])).status == "running":
+            return manifest
+        time.sleep(0.2)
+
+
+def test_ctrl_c_pressed_three_times_during_a_run_leaves_nothing_and_keeps_the_results(tmp_path, small_scenario):
+    scenario = small_scenario(compute_s=5.0, jobs=2)
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario.model_dump(mode="json")))
+    out = tmp_path / "out"
+    # a terminal's Ctrl-C goes to the whole foreground process group: hybridbed and everything it started
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hybridbed.cli", "run", str(path), "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        manifest = _run_of(proc)
+        deadline = time.monotonic() + 60
+        while not (out / "workers").exists():
+            assert time.monotonic() < deadline and proc.poll() is None, "the workers did not start"
+            time.sleep(0.2)
+        time.sleep(2.0)  # tasks running
+        manifest = RunManifest.load(Path(manifest.state_dir) / "manifest.json")
+        for pause in (0.15, 0.3, 0.0):
+            os.killpg(proc.pid, signal.SIGINT)
+            time.sleep(pause)
+        _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode != 0
+        _assert_gone(manifest)
+        assert "still tearing down" in stderr
+        assert json.loads((out / "summary.json").read_text())["status"] == "interrupted"
+        assert (out / "ocs_events.csv").exists() and (out / "tasks.csv").exists()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
