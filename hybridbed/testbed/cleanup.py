@@ -34,16 +34,21 @@ def clean_run(manifest: RunManifest) -> list[str]:
         if proc.is_alive():  # recorded outside the cgroup (should not happen); still ours by pid + start time
             os.kill(proc.pid, signal.SIGKILL)
             done.append(f"killed {proc.role} (pid {proc.pid})")
+    namespace_left = False
     if manifest.netns:
         namespace = FabricNamespace(manifest.netns)
         if namespace.exists():
-            namespace.delete()
-            done.append(f"deleted network namespace {manifest.netns} (its bridges and veths with it)")
+            try:
+                namespace.delete()
+                done.append(f"deleted network namespace {manifest.netns} (its bridges and veths with it)")
+            except RuntimeError as err:  # keep the run recorded, so that `hybridbed clean` can try again
+                namespace_left = True
+                done.append(f"{err}; the run stays recorded in {manifest.state_dir}")
     for path in manifest.cgroups:
         if Path(path).exists():
             CgroupTree(Path(path)).remove()
             done.append(f"removed cgroup {path}")
-    if Path(manifest.state_dir).exists():
+    if Path(manifest.state_dir).exists() and not namespace_left:
         shutil.rmtree(manifest.state_dir)
         done.append(f"removed {manifest.state_dir}")
     return done

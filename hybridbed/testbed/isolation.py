@@ -64,9 +64,13 @@ class FabricNamespace:
             self._previous_fd = None
 
     def delete(self) -> None:
-        """Remove the namespace; its interfaces (veths, OVS taps) go with it once no process holds it."""
+        """Remove the namespace; its interfaces (veths, OVS taps) go with it once no process holds it. Raises
+        RuntimeError, with what `ip` said, if it is still there."""
+        if not self.path.exists():
+            return
+        result = subprocess.run(["ip", "netns", "delete", self.name], check=False, capture_output=True, text=True)
         if self.path.exists():
-            subprocess.run(["ip", "netns", "delete", self.name], check=False, capture_output=True)
+            raise RuntimeError(f"ip netns delete {self.name} failed: {result.stderr.strip() or result.returncode}")
 
     def exists(self) -> bool:
         return self.path.exists()

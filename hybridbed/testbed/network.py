@@ -32,6 +32,7 @@ from hybridbed.testbed.isolation import IPV6_OFF, FabricNamespace, RunCgroup
 from hybridbed.testbed.ovs import PrivateOVS, kernel_datapath_available
 from hybridbed.testbed.runs import RunRecord
 from hybridbed.testbed.shaping import ShapedLink
+from hybridbed.testbed.watchdog import start_watchdog
 
 OPENFLOW_PORT = 6653
 OFFLOADS_OFF = "tx off rx off tso off gso off gro off"
@@ -121,6 +122,7 @@ class HybridNetwork:
         t0 = time.monotonic()
         self.record = RunRecord.create()
         self.record_id = self.record.run_id
+        start_watchdog(self.record.manifest_path)  # removes the run should this process die without stop()
         try:
             self._isolate()
             self._start_ovs()

@@ -17,6 +17,7 @@ from hybridbed.config.fabric import FabricSpec
 from hybridbed.testbed.isolation import FabricNamespace
 from hybridbed.testbed.network import HybridNetwork
 from hybridbed.testbed.runs import STATE_ROOT, RunManifest
+from hybridbed.testbed.watchdog import REAPED_LOG
 
 
 def _assert_gone(manifest: RunManifest) -> None:
@@ -61,7 +62,35 @@ def test_teardown_leaves_nothing_and_spares_others():
         subprocess.run(["ip", "netns", "delete", "hbtest-foreign"], check=False)
 
 
-def test_killed_run_is_removed_by_hybridbed_clean():
+def _watchdog_of(manifest: RunManifest) -> psutil.Process:
+    path = str(Path(manifest.state_dir) / "manifest.json")
+    (watchdog,) = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] and path in p.info["cmdline"]]
+    return watchdog
+
+
+def test_a_run_whose_owner_is_killed_is_removed_by_its_watchdog():
+    _foreign_namespace("hbtest-foreign3")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hybridbed.cli", "net", "--racks", "2", "--hosts", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        manifest = _run_of(proc)
+        watchdog = _watchdog_of(manifest)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        watchdog.wait(timeout=30)
+        _assert_gone(manifest)
+        assert f"run {manifest.run_id}: owner pid {proc.pid} gone" in REAPED_LOG.read_text()
+        assert {"tor0-eth1", "eps-eth1", "ovs-netdev"} <= _foreign_links("hbtest-foreign3")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        subprocess.run(["ip", "netns", "delete", "hbtest-foreign3"], check=False)
+
+
+def test_killed_run_is_removed_by_hybridbed_clean_when_its_watchdog_is_gone_too():
     _foreign_namespace("hbtest-foreign2")
     proc = subprocess.Popen(
         [sys.executable, "-m", "hybridbed.cli", "net", "--racks", "2", "--hosts", "1"],
@@ -69,17 +98,16 @@ def test_killed_run_is_removed_by_hybridbed_clean():
         stderr=subprocess.DEVNULL,
     )
     try:
-        manifest = None
-        deadline = time.monotonic() + 60
-        while manifest is None or manifest.status != "running":
-            assert time.monotonic() < deadline, "the run did not come up"
-            assert proc.poll() is None, "hybridbed net exited"
-            mine = [m for m in STATE_ROOT.glob("*/manifest.json") if RunManifest.load(m).owner_pid == proc.pid]
-            manifest = RunManifest.load(mine[0]) if mine else None
-            time.sleep(0.2)
+        manifest = _run_of(proc)
+        watchdog = _watchdog_of(manifest)
+        watchdog.kill()  # it stays a zombie until `hybridbed net`, its parent, reaps it: it has ended all the same
+        deadline = time.monotonic() + 10
+        while watchdog.is_running() and watchdog.status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < deadline, "the watchdog did not end"
+            time.sleep(0.1)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        assert any(p.is_alive() for p in manifest.processes), "daemons should outlive a SIGKILLed owner"
+        assert any(p.is_alive() for p in manifest.processes), "with no watchdog, the daemons outlive their owner"
         result = subprocess.run(
             [sys.executable, "-m", "hybridbed.cli", "clean", manifest.run_id], capture_output=True, text=True
         )
