@@ -72,8 +72,17 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
             for a in net.plan.hosts()
         ]
         socket_path = str(state / SOCKET_NAME)
+        task_cgroups = {"roots": [str(r) for r in roots], "version": layout.version}
         (out_dir / "cluster.json").write_text(
-            json.dumps({"socket": socket_path, "controller_port": DEFAULT_REST_PORT, "hosts": hosts}, indent=2)
+            json.dumps(
+                {
+                    "socket": socket_path,
+                    "controller_port": DEFAULT_REST_PORT,
+                    "hosts": hosts,
+                    "task_cgroups": task_cgroups,
+                },
+                indent=2,
+            )
         )
         scheduler = subprocess.Popen(
             [sys.executable, "-m", "hybridbed.experiments.scheduler_process", str(out_dir)],

@@ -42,6 +42,7 @@ from hybridbed.scheduler.assembly import container, scheduler_core
 from hybridbed.scheduler.core import Launch, ShuffleNotice
 from hybridbed.scheduler.model import Job, Resources, StageKind, Task, TaskAction, build_job, partition_name
 from hybridbed.scheduler.transfers import network_cap_mbps
+from hybridbed.workers.cgroups import TaskCgroup
 from hybridbed.workers.pacing import write_bytes
 from hybridbed.workers.protocol import (
     Channel,
@@ -68,6 +69,7 @@ class SchedulerServer:
         self.socket_path = layout["socket"]
         self.controller_port = layout.get("controller_port")
         self.hosts = {h["name"]: h for h in layout["hosts"]}
+        self.task_cgroups: dict | None = layout.get("task_cgroups")  # where agents put task cgroups, if anywhere
         self.core = scheduler_core(self.scenario, {name: h["rack"] for name, h in self.hosts.items()})
         self.policy, self.cluster = self.core.policy, self.core.cluster
         self.specs = build_workload(self.scenario)
@@ -243,8 +245,22 @@ class SchedulerServer:
             return
         del self.last_seen[host]
         self.channels.pop(host, None)
+        stranded = [task_key(t.task_id, t.attempt) for t in self.cluster.hosts[host].running.values()]
         requeued = self.core.host_lost(host, self._now())
         log.warning("worker %s lost (%s): %d task(s) requeued", host, why, len(requeued))
+        if self.task_cgroups and stranded:  # as YARN's NodeManager loss: the containers go with their node
+            threading.Thread(target=self._end_tasks, args=(stranded,), daemon=True).start()
+
+    def _end_tasks(self, keys: list[str]) -> None:
+        """End the processes a lost worker left running (they are in their task cgroups) and remove the cgroups."""
+        roots = [Path(p) for p in self.task_cgroups["roots"]]
+        for key in keys:
+            try:
+                TaskCgroup(roots, self.task_cgroups["version"], key).remove()
+            except (OSError, RuntimeError) as err:
+                log.warning("could not end task %s of a lost worker: %s", key, err)
+                continue
+            log.info("ended task %s of a lost worker", key)
 
     # decisions ------------------------------------------------------------------------------------
     def _submit(self, spec, now: float) -> None:

@@ -61,7 +61,8 @@ def add_flow_totals(out_dir: Path, elephant_bytes: float) -> dict:
 
 
 def summarize(out_dir: Path, jobs_total: int, status: str, started_at: float | None = None) -> dict:
-    """summary.json from jobs.csv and flows.csv: makespan, JCT percentiles, cross-rack shuffle bytes."""
+    """summary.json from jobs.csv, flows.csv and tasks.csv: makespan, JCT percentiles, cross-rack shuffle bytes,
+    tasks run again."""
     jobs = pd.read_csv(out_dir / "jobs.csv")
     flows = pd.read_csv(out_dir / "flows.csv")
     jct = jobs["jct_s"].to_numpy(dtype=float)
@@ -87,6 +88,10 @@ def summarize(out_dir: Path, jobs_total: int, status: str, started_at: float | N
         "shuffle_bytes_moved": int(flows.loc[flows["kind"] == "shuffle", "bytes"].sum()) if len(flows) else 0,
         "cross_rack_bytes": int(cross["bytes"].sum()) if len(cross) else 0,
     }
+    tasks = out_dir / "tasks.csv"
+    if tasks.exists():  # a task that finished on a later attempt was run again: its host lost, or it was killed
+        attempts = pd.read_csv(tasks, usecols=["task_id", "attempt"])
+        summary["tasks_retried"] = int(attempts.loc[attempts["attempt"] > 0, "task_id"].nunique())
     actions = out_dir / "preemptions.csv"
     if actions.exists():
         taken = pd.read_csv(actions)["action"].value_counts()

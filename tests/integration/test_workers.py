@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import psutil
 import pytest
 
 from hybridbed.experiments.emulated import run_scenario
@@ -114,6 +115,33 @@ def test_killing_a_worker_mid_job_still_completes_the_job(tmp_path, small_scenar
     rerun = tasks[tasks.attempt >= 1]
     assert len(rerun), "the map output on the lost host should have been computed again"
     assert victim_host not in set(rerun.host)
+
+
+def test_a_lost_workers_task_processes_are_ended_and_its_tasks_run_again(tmp_path, small_scenario):
+    s = small_scenario(compute_s=20.0)  # a task outlives the wait below unless it is ended
+    out = tmp_path / "run"
+    result: dict = {}
+    runner = threading.Thread(target=lambda: result.update(run_scenario(s, out)))
+    runner.start()
+    victim, orphans = None, []
+    deadline = time.monotonic() + 60
+    while victim is None and time.monotonic() < deadline:  # a worker with a task running
+        for manifest in recorded_runs():
+            for record in manifest.processes:
+                if record.role.startswith("worker ") and record.is_alive():
+                    children = psutil.Process(record.pid).children(recursive=True)
+                    if children:
+                        victim, orphans = record.pid, children
+                        break
+        time.sleep(0.2)
+    assert victim is not None, "no worker ever ran a task"
+    os.kill(victim, signal.SIGKILL)
+    _, alive = psutil.wait_procs(orphans, timeout=s.scheduler.heartbeat_timeout_s + 5)
+    assert not alive, f"task processes of the lost worker still run: {alive}"
+    assert runner.is_alive(), "the run should still be going when the orphans are ended"
+    runner.join()
+    assert result["status"] == "done" and result["jobs_done"] == 1
+    assert result["tasks_retried"] >= 1
 
 
 def test_per_task_rate_cap_paces_the_shuffle(tmp_path, small_scenario):
