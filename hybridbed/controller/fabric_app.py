@@ -30,10 +30,11 @@ from hybridbed.controller.circuits import (
     Configuration,
     combined_demand,
     configuration_as_list,
+    parse_configuration,
     periodic_configuration,
     steering_changes,
 )
-from hybridbed.controller.events import OcsEvent
+from hybridbed.controller.events import OcsEvent, read_event_log
 from hybridbed.controller.rest_api import FabricRestApi
 from hybridbed.controller.rules import (
     COOKIE_CIRCUIT,
@@ -69,8 +70,19 @@ class HybridFabricController(app_manager.OSKenApp):
         self.event_log = Path(opts.event_log) if opts.event_log else None
         self.datapaths: dict[int, Any] = {}  # os-ken Datapath objects
         self.installed: set[int] = set()
+        # A restarted controller takes up where the last one left: its events (numbering goes on) and the
+        # circuits the last of them set, which every (re)connecting switch is given in place of its tables.
+        self.reconfig_events: list[OcsEvent] = read_event_log(self.event_log) if self.event_log else []
         self.circuits: Configuration = frozenset()
-        self.reconfig_events: list[OcsEvent] = []
+        if self.reconfig_events:
+            last = self.reconfig_events[-1]
+            self.circuits = parse_configuration(last.circuits_after, self.fabric.racks, self.plan.ocs_ports_per_tor)
+            self.logger.info(
+                "restarted: %d earlier reconfigurations in %s; restoring %d circuits",
+                len(self.reconfig_events),
+                self.event_log,
+                len(self.circuits),
+            )
         self.skipped_reconfigurations = 0
         racks = self.fabric.racks
         self.demand_hints = [[0.0] * racks for _ in range(racks)]

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from hybridbed.config.scenario import Scenario
-from hybridbed.controller.client import DEFAULT_REST_PORT
+from hybridbed.controller.client import DEFAULT_REST_PORT, ControllerError
 from hybridbed.controller.events import OCS_EVENT_FIELDS, OcsEvent, read_event_log
 from hybridbed.experiments.run_failed import RunFailed
 from hybridbed.results.path_accounting import annotate_flows, uplink_bytes
@@ -212,7 +212,11 @@ def _follow(
 
 def _sample_links(net: HybridNetwork, names: dict[tuple[str, int], str], links: csv.DictWriter, started: float) -> None:
     now = round(time.time() - started, 3)
-    for switch, ports in net.controller.ports().items():
+    try:
+        counters_by_switch = net.controller.ports()
+    except (ControllerError, OSError):  # the controller is being restarted: this sample is missing from links.csv
+        return
+    for switch, ports in counters_by_switch.items():
         for port, counters in ports.items():
             link = names.get((switch, int(port)))
             if link is not None:

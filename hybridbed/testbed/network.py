@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from functools import partial
 from pathlib import Path
@@ -35,6 +36,9 @@ from hybridbed.testbed.shaping import ShapedLink
 from hybridbed.testbed.watchdog import start_watchdog
 
 OPENFLOW_PORT = 6653
+CONTROLLER_POLL_S = 0.2  # how often the supervisor looks whether the controller still runs
+MAX_CONTROLLER_RESTARTS = 5  # a controller that keeps dying is left dead (its log says why)
+OVS_MAX_BACKOFF_MS = 1000  # a switch's longest wait between attempts to reach its controller (OVS: 8000)
 OFFLOADS_OFF = "tx off rx off tso off gso off gro off"
 
 
@@ -97,6 +101,9 @@ class HybridNetwork:
         self.net: Mininet | None = None
         self.datapath = "kernel" if kernel_datapath_available() else "user"
         self.bringup_s: float | None = None
+        self.controller_restarts: list[dict] = []  # each time the supervisor started the controller again
+        self._stopping = threading.Event()
+        self._controller_lock = threading.Lock()
         self._saved_env: dict[str, str | None] = {}
 
     @property
@@ -129,6 +136,7 @@ class HybridNetwork:
             self._start_controller()
             self._build_mininet()
             self.controller.wait_ready(self.start_timeout_s, alive=lambda: self.controller_proc.poll() is None)
+            threading.Thread(target=self._supervise_controller, name="controller-supervisor", daemon=True).start()
             self.record.set(status="running")
         except BaseException as err:
             diagnostics = self._log_tails()
@@ -160,30 +168,57 @@ class HybridNetwork:
         state = self.record.state_dir
         (state / "fabric.json").write_text(self.fabric.model_dump_json())
         (state / "ocs.json").write_text(self.ocs.model_dump_json())
-        log = open(state / "controller.log", "wb")  # noqa: SIM115 (the controller's stdout for its whole life)
-        self.controller_proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "hybridbed.controller.main",
-                "--fabric-spec",
-                str(state / "fabric.json"),
-                "--ocs-spec",
-                str(state / "ocs.json"),
-                "--of-port",
-                str(OPENFLOW_PORT),
-                "--rest-port",
-                str(DEFAULT_REST_PORT),
-                "--event-log",
-                str(self.event_log),
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            preexec_fn=self.cgroup.join_self,
-        )
-        log.close()
+        self._launch_controller()
+
+    def _launch_controller(self) -> None:
+        """Start the controller process (again, after it died: it reads the same specs and its event log)."""
+        state = self.record.state_dir
+        with open(state / "controller.log", "ab") as log:
+            self.controller_proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "hybridbed.controller.main",
+                    "--fabric-spec",
+                    str(state / "fabric.json"),
+                    "--ocs-spec",
+                    str(state / "ocs.json"),
+                    "--of-port",
+                    str(OPENFLOW_PORT),
+                    "--rest-port",
+                    str(DEFAULT_REST_PORT),
+                    "--event-log",
+                    str(self.event_log),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=self.cgroup.join_self,
+            )
         self.record.add_process(self.controller_proc.pid, "controller")
+
+    def _supervise_controller(self) -> None:
+        """Restart the controller whenever it dies while the network runs (a thread, started in the run's
+        namespace after bring-up). Meanwhile the switches keep their flow tables (fail-mode secure); when
+        the new controller is up they reconnect and get the intended state in place of their tables."""
+        while not self._stopping.wait(CONTROLLER_POLL_S):
+            proc = self.controller_proc
+            if proc is None or proc.poll() is None:
+                continue
+            with self._controller_lock:  # stop() may be ending it this very moment
+                if self._stopping.is_set():
+                    return
+                down_at = time.time()
+                giving_up = len(self.controller_restarts) >= MAX_CONTROLLER_RESTARTS
+                with open(self.record.state_dir / "controller.log", "ab") as log:
+                    what = "not restarting it again" if giving_up else "restarting"
+                    log.write(f"hybridbed: controller pid {proc.pid} exited ({proc.returncode}); {what}\n".encode())
+                if giving_up:  # the switches keep their last rules; the run goes on without OCS changes
+                    return
+                self._launch_controller()
+                self.controller_restarts.append(
+                    {"pid": proc.pid, "exit": proc.returncode, "down_at": down_at, "restarted_at": time.time()}
+                )
 
     def _build_mininet(self) -> None:
         setLogLevel("warning")
@@ -220,6 +255,21 @@ class HybridNetwork:
         net.build()
         self._configure_interfaces()
         net.start()
+        self._reconnect_quickly()
+
+    def _reconnect_quickly(self) -> None:
+        """Switches retry a lost controller connection every second at most (OVS backs off to 8 s by default),
+        so that a restarted controller has them back within a second."""
+        out = subprocess.run(
+            ["ovs-vsctl", "--bare", "--columns=_uuid", "list", "Controller"], capture_output=True, text=True, check=True
+        ).stdout
+        commands = [
+            arg
+            for uuid in out.split()
+            for arg in ("--", "set", "Controller", uuid, f"max_backoff={OVS_MAX_BACKOFF_MS}")
+        ]
+        if commands:
+            subprocess.run(["ovs-vsctl", *commands], check=True, capture_output=True)
 
     def _configure_interfaces(self) -> None:
         """Offloads off everywhere (the userspace datapath drops TCP otherwise) and static ARP in hosts."""
@@ -249,6 +299,8 @@ class HybridNetwork:
             self._stop(status)
 
     def _stop(self, status: str) -> None:
+        with self._controller_lock:
+            self._stopping.set()  # the controller is not to be restarted from here on
         try:
             if self.net is not None:
                 self.net.stop()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -64,6 +65,7 @@ class RunRecord:
     def __init__(self, manifest: RunManifest):
         self.manifest = manifest
         self.state_dir = Path(manifest.state_dir)
+        self._lock = threading.Lock()
 
     @classmethod
     def create(cls, prefix: str = "hb") -> RunRecord:
@@ -92,10 +94,12 @@ class RunRecord:
         return self.state_dir / "manifest.json"
 
     def save(self) -> None:
-        """Write the manifest atomically, so a crash mid-write never leaves it unreadable."""
-        tmp = self.manifest_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self.manifest), indent=2))
-        os.replace(tmp, self.manifest_path)
+        """Write the manifest atomically, so a crash mid-write never leaves it unreadable (and one writer at a
+        time: the controller's supervisor records a restarted controller from a thread of its own)."""
+        with self._lock:
+            tmp = self.manifest_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(asdict(self.manifest), indent=2))
+            os.replace(tmp, self.manifest_path)
 
     def add_process(self, pid: int, role: str) -> None:
         self.manifest.processes.append(ProcessRecord(pid, psutil.Process(pid).create_time(), role))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 
 import pytest
 
@@ -12,6 +15,7 @@ from hybridbed.controller.rest_api import body_limit_bytes
 from hybridbed.testbed import probes
 from hybridbed.testbed.fidelity import check_steering
 from hybridbed.testbed.network import HybridNetwork
+from hybridbed.testbed.runs import RunManifest
 
 from .conftest import RECONFIG_DELAY_MS
 
@@ -128,3 +132,30 @@ def test_f_eps_variant_reaches_everything_at_the_ocs_rate():
         configured = fabric.ocs_rate_mbps
         assert fabric.eps_uplink_mbps == configured
         assert 0.90 * configured <= result.mbps <= 1.05 * configured
+
+
+def test_a_killed_controller_is_restarted_with_its_circuits_and_events_and_the_switches_keep_forwarding():
+    with HybridNetwork(FabricSpec(racks=3, hosts_per_rack=1), OcsSpec(reconfig_delay_ms=10)) as net:
+        pinned = [{"src_rack": 0, "dst_rack": 1, "src_port": 0, "dst_port": 0}]
+        net.controller.set_circuits(pinned)
+        before = net.controller.events()
+        os.kill(net.controller_proc.pid, signal.SIGKILL)
+        # fail-mode secure: while no controller runs the switches keep their rules, so traffic still flows
+        assert net.net.pingAll(timeout="1") == 0.0
+        deadline = time.monotonic() + 30
+        while not (net.controller_restarts and _ready(net)):
+            assert time.monotonic() < deadline, "the controller did not come back"
+            time.sleep(0.2)
+        assert net.controller.circuits() == pinned  # resynchronised from the event log
+        assert net.controller.events() == before
+        assert net.net.pingAll(timeout="1") == 0.0
+        event = net.controller.set_circuits([{"src_rack": 0, "dst_rack": 2, "src_port": 0, "dst_port": 0}])
+        assert event is not None and event.seq == len(before)
+        assert [p.role for p in RunManifest.load(net.record.manifest_path).processes].count("controller") == 2
+
+
+def _ready(net: HybridNetwork) -> bool:
+    try:
+        return bool(net.controller.status()["ready"])
+    except (ControllerError, OSError):
+        return False

@@ -144,6 +144,36 @@ def test_a_lost_workers_task_processes_are_ended_and_its_tasks_run_again(tmp_pat
     assert result["tasks_retried"] >= 1
 
 
+def test_a_run_goes_on_when_its_controller_is_killed(tmp_path, small_scenario):
+    s = small_scenario(compute_s=3.0, jobs=2)
+    s = s.model_copy(update={"ocs": s.ocs.model_copy(update={"mode": "periodic", "demand_source": "measured"})})
+    out = tmp_path / "run"
+    result: dict = {}
+    runner = threading.Thread(target=lambda: result.update(run_scenario(s, out)))
+    runner.start()
+    killed = None
+    deadline = time.monotonic() + 60
+    while killed is None and time.monotonic() < deadline:
+        if (out / "tasks.csv").exists() and len(pd.read_csv(out / "tasks.csv")):  # the workload is under way
+            for manifest in recorded_runs():
+                controllers = [p for p in manifest.processes if p.role == "controller" and p.is_alive()]
+                if controllers and (out / "cluster.json").exists():
+                    os.kill(controllers[0].pid, signal.SIGKILL)
+                    killed = manifest
+        time.sleep(0.2)
+    assert killed is not None, "the run never got going"
+    restarted = False
+    while runner.is_alive() and not restarted:
+        records = [p for m in recorded_runs() if m.run_id == killed.run_id for p in m.processes]
+        restarted = sum(p.role == "controller" for p in records) == 2
+        time.sleep(0.2)
+    runner.join()
+    assert restarted, "the controller was not started again"
+    assert result["status"] == "done" and result["jobs_done"] == 2
+    events = pd.read_csv(out / "ocs_events.csv")
+    assert len(events) and list(events.seq) == list(range(len(events)))  # one log across both controllers
+
+
 def test_per_task_rate_cap_paces_the_shuffle(tmp_path, small_scenario):
     cap = 0.25  # the 8 fetches together stay under a 2 Mb/s EPS uplink even if all crossed the same one
     s = small_scenario(task_rate_cap_mbps=cap)
