@@ -25,11 +25,12 @@ from hybridbed.controller.events import OCS_EVENT_FIELDS, OcsEvent, read_event_l
 from hybridbed.experiments.run_failed import RunFailed
 from hybridbed.results.path_accounting import annotate_flows, uplink_bytes
 from hybridbed.results.progress import Progress, read_progress
-from hybridbed.results.summary import add_flow_totals, add_uplink_totals, mark_status
+from hybridbed.results.summary import add_flow_totals, add_uplink_totals, mark_status, summarize
 from hybridbed.testbed.interrupts import deferred_interrupts
 from hybridbed.testbed.network import HybridNetwork, NetworkStartError
 from hybridbed.workers.cgroups import CgroupLayout
 from hybridbed.workers.protocol import SOCKET_NAME
+from hybridbed.workloads.build import build_workload
 
 POLL_S = 1.0
 LINK_FIELDS = ["time_s", "switch", "port", "link", "tx_bytes", "rx_bytes"]
@@ -144,6 +145,8 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
                 _stop(processes[:1], STOP_GRACE_S)  # the scheduler first: on SIGTERM it still writes its summary
                 _stop(processes[1:], STOP_GRACE_S)
                 events = _write_ocs_events(net, out_dir, t0)
+                if not (out_dir / "summary.json").exists() and (out_dir / "jobs.csv").exists():
+                    summarize(out_dir, len(build_workload(scenario)), status)  # the scheduler died before its own
                 _account_paths(out_dir, events, scenario.scaled_ocs().elephant_threshold_bytes)
             finally:
                 net.stop(status=status)
@@ -239,6 +242,8 @@ def _account_paths(out_dir: Path, events: list[OcsEvent], elephant_bytes: float)
     if not summary_path.exists():
         return
     summary = json.loads(summary_path.read_text())
+    if "started_at_unix" not in summary:  # made for a scheduler that died: flow times cannot be placed on the clock
+        return
     flows = pd.read_csv(flows_path)
     annotate_flows(flows, events, summary["started_at_unix"]).to_csv(flows_path, index=False)
     eps, ocs = uplink_bytes(pd.read_csv(links_path)) if links_path.exists() else (0, 0)

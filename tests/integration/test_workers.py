@@ -17,6 +17,7 @@ import psutil
 import pytest
 
 from hybridbed.experiments.emulated import run_scenario
+from hybridbed.experiments.run_failed import RunFailed
 from hybridbed.scheduler.assembly import container
 from hybridbed.scheduler.model import build_job
 from hybridbed.testbed.runs import STATE_ROOT, recorded_runs
@@ -172,6 +173,37 @@ def test_a_run_goes_on_when_its_controller_is_killed(tmp_path, small_scenario):
     assert result["status"] == "done" and result["jobs_done"] == 2
     events = pd.read_csv(out / "ocs_events.csv")
     assert len(events) and list(events.seq) == list(range(len(events)))  # one log across both controllers
+
+
+def test_a_killed_scheduler_fails_the_run_with_its_results_kept_and_nothing_left(tmp_path, small_scenario):
+    s = small_scenario(compute_s=3.0, jobs=2)
+    out = tmp_path / "run"
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            run_scenario(s, out)
+        except RunFailed as err:
+            failure.append(err)
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    killed = None
+    deadline = time.monotonic() + 60
+    while killed is None and time.monotonic() < deadline:
+        if (out / "tasks.csv").exists() and len(pd.read_csv(out / "tasks.csv")):
+            for manifest in recorded_runs():
+                schedulers = [p for p in manifest.processes if p.role == "scheduler" and p.is_alive()]
+                if schedulers:
+                    os.kill(schedulers[0].pid, signal.SIGKILL)
+                    killed = manifest
+        time.sleep(0.2)
+    runner.join()
+    assert killed is not None, "the run never got going"
+    assert failure and "scheduler exited" in str(failure[0])
+    summary = json.loads((out / "summary.json").read_text())  # made from the CSVs the scheduler left
+    assert summary["status"] == "failed" and summary["jobs_done"] < 2
+    assert not Path(killed.state_dir).exists() and not any(p.is_alive() for p in killed.processes)
 
 
 def test_per_task_rate_cap_paces_the_shuffle(tmp_path, small_scenario):
