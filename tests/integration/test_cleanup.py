@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -68,8 +70,11 @@ def _watchdog_of(manifest: RunManifest) -> psutil.Process:
     return watchdog
 
 
-def test_a_run_whose_owner_is_killed_is_removed_by_its_watchdog():
-    _foreign_namespace("hbtest-foreign3")
+@contextlib.contextmanager
+def _owned_net_run(foreign: str) -> Iterator[tuple[subprocess.Popen, RunManifest, psutil.Process]]:
+    """`hybridbed net` on a small fabric beside a namespace that is not the run's: yields the command's process,
+    its run's manifest and the run's watchdog; checks afterwards that the foreign namespace was spared."""
+    _foreign_namespace(foreign)
     proc = subprocess.Popen(
         [sys.executable, "-m", "hybridbed.cli", "net", "--racks", "2", "--hosts", "1"],
         stdout=subprocess.DEVNULL,
@@ -77,29 +82,25 @@ def test_a_run_whose_owner_is_killed_is_removed_by_its_watchdog():
     )
     try:
         manifest = _run_of(proc)
-        watchdog = _watchdog_of(manifest)
+        yield proc, manifest, _watchdog_of(manifest)
+        assert {"tor0-eth1", "eps-eth1", "ovs-netdev"} <= _foreign_links(foreign)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        subprocess.run(["ip", "netns", "delete", foreign], check=False)
+
+
+def test_a_run_whose_owner_is_killed_is_removed_by_its_watchdog():
+    with _owned_net_run("hbtest-foreign3") as (proc, manifest, watchdog):
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         watchdog.wait(timeout=30)
         _assert_gone(manifest)
         assert f"run {manifest.run_id}: owner pid {proc.pid} gone" in REAPED_LOG.read_text()
-        assert {"tor0-eth1", "eps-eth1", "ovs-netdev"} <= _foreign_links("hbtest-foreign3")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        subprocess.run(["ip", "netns", "delete", "hbtest-foreign3"], check=False)
 
 
 def test_killed_run_is_removed_by_hybridbed_clean_when_its_watchdog_is_gone_too():
-    _foreign_namespace("hbtest-foreign2")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hybridbed.cli", "net", "--racks", "2", "--hosts", "1"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        manifest = _run_of(proc)
-        watchdog = _watchdog_of(manifest)
+    with _owned_net_run("hbtest-foreign2") as (proc, manifest, watchdog):
         watchdog.kill()  # it stays a zombie until `hybridbed net`, its parent, reaps it: it has ended all the same
         deadline = time.monotonic() + 10
         while watchdog.is_running() and watchdog.status() != psutil.STATUS_ZOMBIE:
@@ -113,11 +114,6 @@ def test_killed_run_is_removed_by_hybridbed_clean_when_its_watchdog_is_gone_too(
         )
         assert result.returncode == 0, result.stderr
         _assert_gone(manifest)
-        assert {"tor0-eth1", "eps-eth1", "ovs-netdev"} <= _foreign_links("hbtest-foreign2")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        subprocess.run(["ip", "netns", "delete", "hbtest-foreign2"], check=False)
 
 
 def _run_of(proc: subprocess.Popen, timeout_s: float = 60) -> RunManifest:
