@@ -127,10 +127,11 @@ class HybridNetwork:
     # bring-up ----------------------------------------------------------------------------------
     def start(self) -> None:
         t0 = time.monotonic()
+        self._stopping.clear()
         self.record = RunRecord.create()
         self.record_id = self.record.run_id
-        start_watchdog(self.record.manifest_path)  # removes the run should this process die without stop()
         try:
+            start_watchdog(self.record.manifest_path)  # removes the run should this process die without stop()
             self._isolate()
             self._start_ovs()
             self._start_controller()
