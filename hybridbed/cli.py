@@ -321,20 +321,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
             )
         )
     else:
-        shown = [c for c in table.columns if c in ("setup", "status") or _says_something(table[c])]
-        view = Table(title=f"{scenario.name}: {jobs} jobs (comparison.csv has every column)")
-        for column in shown:
-            view.add_column(column, justify="right")
-        for row in table[shown].itertuples(index=False):
-            view.add_row(*(_fmt(v) for v in row))
-        Console(width=max(Console().width, 160)).print(view)
-        console.print(f"table and plots in {out}")
+        _print_comparison(table, scenario.compare_baseline, f"{scenario.name}: {jobs} jobs ({scenario.backend})")
+        console.print(f"table (comparison_table.md, .csv; comparison.csv has every column) and plots in {out}")
     return 0 if all(str(s) == "done" for s in table.status) else 1
 
 
-def _says_something(column) -> bool:
-    """A comparison column worth a place on the console: some setup has a value other than none or zero."""
-    return any(v not in (None, 0, 0.0) and v == v for v in column)  # v == v: not NaN
+def _print_comparison(table, baseline: str, title: str, out: Console | None = None) -> None:
+    """Measures as rows, setups as columns, with the ratios to the baseline: 80 columns hold four setups."""
+    from rich import box
+
+    from hybridbed.results.comparison_table import LEGEND, comparison_table
+
+    view = comparison_table(table, baseline)
+    printed = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), title_justify="left")
+    printed.add_column("measure", justify="left", no_wrap=True)
+    for setup in view.columns:
+        printed.add_column(setup, justify="right")
+    for measure, row in view.iterrows():
+        printed.add_row(str(measure), *row.tolist())
+    out = out or Console()
+    out.print(printed)
+    out.print(LEGEND.format(baseline=baseline), style="dim")
 
 
 def cmd_policies(args: argparse.Namespace) -> int:

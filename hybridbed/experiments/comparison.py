@@ -18,6 +18,7 @@ from hybridbed.config.scenario import F_EPS, Scenario
 from hybridbed.experiments.backends import run_backend
 from hybridbed.experiments.run_failed import RunFailed
 from hybridbed.experiments.scenarios import available_setups
+from hybridbed.results.comparison_table import write_comparison_table
 from hybridbed.results.plots import plot_comparison
 from hybridbed.results.progress import Progress
 
@@ -78,7 +79,8 @@ def _progress_of(setup: str, on_progress: Callable[[str, Progress], None] | None
 def compare(
     scenario: Scenario, setups: list[str], out_dir: Path, on_progress: Callable[[str, Progress], None] | None = None
 ) -> pd.DataFrame:
-    """Run every setup into out_dir/<setup>; write comparison.csv and the plots; return the table.
+    """Run every setup into out_dir/<setup>; write comparison.csv (a row per setup), comparison_table.csv and .md
+    (a row per measure) and the plots; return comparison.csv's table.
     A setup that fails is recorded as failed and the others still run."""
     out_dir.mkdir(parents=True, exist_ok=False)
     rows, jcts = [], {}
@@ -97,5 +99,6 @@ def compare(
         table[column] = table[measure] / base.iloc[0] if len(base) and base.iloc[0] else None
     table = table[COLUMNS]
     table.to_csv(out_dir / "comparison.csv", index=False)
+    write_comparison_table(table, scenario.compare_baseline, out_dir)
     plot_comparison(table, jcts, out_dir)
     return table

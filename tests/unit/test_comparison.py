@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from rich.console import Console
 
+from hybridbed.cli import _print_comparison
 from hybridbed.config.validation import SpecError
-from hybridbed.experiments.comparison import default_setups, setup_scenario
+from hybridbed.experiments.comparison import COLUMNS, default_setups, setup_scenario
 from hybridbed.experiments.scenarios import load_scenario
+from hybridbed.results.comparison_table import comparison_table, write_comparison_table
 from hybridbed.results.plots import plot_comparison
 from hybridbed.workloads.build import build_workload
 
@@ -75,3 +79,56 @@ def test_a_simulated_comparison_reads_back_as_dataframes(tmp_path):
         assert {"shuffle_ocs_share", "cross_rack_input_bytes", "elephant_aggregates"} <= set(table.columns)
     with pytest.raises(FileNotFoundError, match="summary.json"):
         load(tmp_path / "cmp")
+
+
+def wide_table() -> pd.DataFrame:
+    """comparison.csv's shape: the papers' four setups, one of which failed before it measured anything."""
+    rows = [
+        {
+            "setup": "fair",
+            "status": "done",
+            "makespan_s": 50.0,
+            "shuffle_ocs_share": 0.5,
+            "cross_rack_shuffle_bytes": 2.2e7,
+        },
+        {
+            "setup": "corral",
+            "status": "done",
+            "makespan_s": 40.0,
+            "shuffle_ocs_share": 0.25,
+            "cross_rack_shuffle_bytes": 8e6,
+        },
+        {
+            "setup": "jobpacker",
+            "status": "done",
+            "makespan_s": 35.0,
+            "shuffle_ocs_share": 0.75,
+            "cross_rack_shuffle_bytes": 1.5e9,
+        },
+        {"setup": "f-eps", "status": "failed: the scheduler exited with status -9; see scheduler.log"},
+    ]
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    table["preemptions"] = 0  # a measure nobody has anything for stays out
+    return table
+
+
+def test_the_comparison_table_has_a_row_per_measure_with_units_and_ratios():
+    view = comparison_table(wide_table(), baseline="fair")
+    assert list(view.columns) == ["fair", "corral", "jobpacker", "f-eps"]
+    assert view.loc["makespan s (x base)"].tolist() == ["50.0 x1.00", "40.0 x0.80", "35.0 x0.70", "-"]
+    assert view.loc["x-rack shuffle on OCS", "jobpacker"] == "0.75"
+    assert view.loc["x-rack shuffle GB"].tolist() == ["0.022", "0.008", "1.5", "-"]  # one unit per row
+    assert "preemptions" not in view.index and view.loc["status", "f-eps"].startswith("failed: the scheduler")
+
+
+def test_the_printed_comparison_fits_80_columns_with_every_name_whole(tmp_path):
+    view = write_comparison_table(wide_table(), "fair", tmp_path)
+    console = Console(width=80, record=True, file=io.StringIO())
+    _print_comparison(wide_table(), "fair", "t", console)
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    for name in [*view.columns, *view.index]:
+        assert name in text, name
+    markdown = (tmp_path / "comparison_table.md").read_text()
+    assert "| makespan s (x base)" in markdown and "ratio to the baseline setup (fair)" in markdown
+    assert pd.read_csv(tmp_path / "comparison_table.csv", index_col="measure").shape == view.shape

@@ -33,7 +33,7 @@ ALLOWED: dict[str, set[str]] = {
         "results",
         "simulator",
     },
-    "cli": {"config", "scheduler", "experiments", "testbed", "workloads"},
+    "cli": {"config", "scheduler", "experiments", "testbed", "workloads", "results"},
 }
 
 

@@ -1,0 +1,105 @@
+"""A comparison as a person reads it: one row per measure (its full name and unit), one column per setup, and
+beside each time the ratio to the baseline setup. It fits 80 columns for the papers' four setups, and is
+written next to comparison.csv (one row per setup, every column, for programs) as comparison_table.csv and
+comparison_table.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Measure:
+    column: str  # in comparison.csv
+    label: str  # at most 26 characters, with its unit; "{unit}" where the unit follows the values (bytes)
+    kind: str  # "ratio s" (seconds, with the ratio to the baseline), "s", "share", "bytes" or "count"
+
+
+MEASURES = [
+    Measure("makespan_s", "makespan s (x base)", "ratio s"),
+    Measure("jct_median_s", "median JCT s (x base)", "ratio s"),
+    Measure("jct_mean_s", "mean JCT s (x base)", "ratio s"),
+    Measure("jct_p95_s", "p95 JCT s (x base)", "ratio s"),
+    Measure("jct_median_recurring_s", "median JCT recurring s", "s"),
+    Measure("jct_median_adhoc_s", "median JCT ad hoc s", "s"),
+    Measure("shuffle_ocs_share", "x-rack shuffle on OCS", "share"),
+    Measure("all_traffic_ocs_share", "uplink bytes on OCS", "share"),
+    Measure("cross_rack_shuffle_bytes", "x-rack shuffle {unit}", "bytes"),
+    Measure("intra_rack_shuffle_bytes", "in-rack shuffle {unit}", "bytes"),
+    Measure("cross_rack_input_bytes", "x-rack input reads {unit}", "bytes"),
+    Measure("elephant_aggregates", "elephant aggregates", "count"),
+    Measure("reconfigurations", "OCS reconfigurations", "count"),
+    Measure("preemptions", "preemptions", "count"),
+    Measure("share_changes", "share changes", "count"),
+    Measure("disorders", "order violations", "count"),
+    Measure("job_wait_mean_s", "mean job wait s", "s"),
+    Measure("deadlines_met", "deadlines met", "count"),
+    Measure("deadline_throughput_per_min", "deadlines met / min", "share"),
+    Measure("cores_allocated_mean", "share of cores allocated", "share"),
+    Measure("jobs_done", "jobs done", "count"),
+]
+LEGEND = (
+    "x base: ratio to the baseline setup ({baseline}). x-rack: between racks. on OCS: share of the bytes that "
+    "rode a circuit. elephant aggregates: (job, rack pair) shuffles at or above the elephant threshold. "
+    "order violations: DAG stages started before their parents were done."
+)
+BYTE_UNITS = [(1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1.0, "B")]
+
+
+def _known(value: object) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def _byte_unit(values: list[float]) -> tuple[float, str]:
+    largest = max((abs(v) for v in values), default=0.0)
+    return next(((size, unit) for size, unit in BYTE_UNITS if largest >= size), BYTE_UNITS[-1])
+
+
+def comparison_table(table: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """Measures as rows, setups as columns, formatted; measures no setup has a value for (or only zeros) are left
+    out. `table` is comparison.csv's content; the ratios are to `baseline`'s row, when it ran."""
+    by_setup = table.set_index("setup")
+    rows: dict[str, list[str]] = {"status": [str(s) if str(s) == "done" else str(s)[:40] for s in by_setup.status]}
+    for m in MEASURES:
+        if m.column not in by_setup:
+            continue
+        values = by_setup[m.column].tolist()
+        if not any(_known(v) and v != 0 for v in values):
+            continue
+        label = m.label
+        if m.kind == "bytes":
+            size, unit = _byte_unit([v for v in values if _known(v)])
+            label = m.label.format(unit=unit)
+            cells = [f"{v / size:.3g}" if _known(v) else "-" for v in values]
+        elif m.kind == "count":
+            cells = [f"{v:.0f}" if _known(v) else "-" for v in values]
+        elif m.kind == "share":
+            cells = [f"{v:.2f}" if _known(v) else "-" for v in values]
+        else:
+            base = by_setup[m.column].get(baseline) if m.kind == "ratio s" else None
+            cells = [_seconds(v, base) for v in values]
+        rows[label] = cells
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(by_setup.index))
+
+
+def _seconds(value: float | None, base: float | None) -> str:
+    if value is None or not _known(value):
+        return "-"
+    if base is not None and _known(base) and base:
+        return f"{value:.1f} x{value / base:.2f}"
+    return f"{value:.1f}"
+
+
+def write_comparison_table(table: pd.DataFrame, baseline: str, out_dir: Path) -> pd.DataFrame:
+    """comparison_table.csv and comparison_table.md in out_dir; returns the table."""
+    view = comparison_table(table, baseline)
+    view.to_csv(out_dir / "comparison_table.csv", index_label="measure")
+    (out_dir / "comparison_table.md").write_text(
+        view.to_markdown(tablefmt="github") + "\n\n" + LEGEND.format(baseline=baseline) + "\n"
+    )
+    return view
