@@ -344,6 +344,27 @@ def _print_comparison(table, baseline: str, title: str, out: Console | None = No
     out.print(LEGEND.format(baseline=baseline), style="dim")
 
 
+def cmd_results(args: argparse.Namespace) -> int:
+    from hybridbed.results.index import find_results
+
+    entries = find_results(Path(args.dir))
+    if args.json:
+        print(json.dumps([e.as_dict() for e in entries], indent=2))
+        return 0
+    if not entries:
+        console.print(f"no runs or comparisons under {args.dir}")
+        return 0
+    table = Table(title=f"results under {args.dir}, newest first", box=None, padding=(0, 1), title_justify="left")
+    for column in ("finished", "scenario", "backend", "makespan s per setup", "status", "path"):
+        table.add_column(column, overflow="fold")  # names and paths whole, over two lines if need be
+    for e in entries:
+        makespans = ", ".join(f"{s} {m:.1f}" if m is not None else f"{s} -" for s, m in e.makespans_s.items())
+        finished = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.finished_unix))
+        table.add_row(finished, e.scenario, e.backend, makespans, e.status, e.path)
+    Console().print(table)
+    return 0
+
+
 def cmd_policies(args: argparse.Namespace) -> int:
     from hybridbed.scheduler.policy import registered_policies
 
@@ -413,6 +434,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     policies = sub.add_parser("policies", help="list the registered scheduling policies")
     policies.set_defaults(func=cmd_policies)
+
+    results = sub.add_parser("results", help="list past runs and comparisons, newest first")
+    results.add_argument("dir", nargs="?", default="results", help="where to look (default: results)")
+    results.add_argument("--json", action="store_true", help="print one JSON list")
+    results.set_defaults(func=cmd_results)
 
     clean = sub.add_parser("clean", help="remove what runs created (all runs whose process is gone, or one run)")
     clean.add_argument("run", nargs="?", help="run id (default: every run whose owning process has ended)")

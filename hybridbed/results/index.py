@@ -1,0 +1,83 @@
+"""Finding past runs and comparisons under a results directory, newest first, so that nobody lists it by hand.
+
+A run is a directory with summary.json (and scenario.json); a comparison is one with comparison.csv, whose
+setups are runs in its subdirectories and are listed with it rather than on their own.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class ResultEntry:
+    kind: str  # "run" or "comparison"
+    path: str
+    scenario: str
+    backend: str
+    setups: list[str]
+    status: str  # "done" when every setup is; else what went wrong first
+    makespans_s: dict[str, float | None]
+    finished_unix: float  # when its summary or comparison was written
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _run(directory: Path) -> ResultEntry:
+    summary = _read_json(directory / "summary.json")
+    scenario = _read_json(directory / "scenario.json")
+    policy = (scenario.get("scheduler") or {}).get("policy", "?")
+    return ResultEntry(
+        "run",
+        str(directory),
+        scenario.get("name", "?"),
+        summary.get("backend", scenario.get("backend", "?")),
+        [policy],
+        str(summary.get("status", "?")),
+        {policy: summary.get("makespan_s")},
+        (directory / "summary.json").stat().st_mtime,
+    )
+
+
+def _comparison(directory: Path) -> ResultEntry:
+    table = pd.read_csv(directory / "comparison.csv")
+    setups = [str(s) for s in table["setup"]]
+    statuses = [str(s) for s in table["status"]]
+    first_run = next((directory / s for s in setups if (directory / s / "scenario.json").exists()), None)
+    scenario = _read_json(first_run / "scenario.json") if first_run else {}
+    makespans = {s: (None if pd.isna(m) else float(m)) for s, m in zip(setups, table["makespan_s"])}
+    return ResultEntry(
+        "comparison",
+        str(directory),
+        scenario.get("name", "?"),
+        scenario.get("backend", "?"),
+        setups,
+        next((s for s in statuses if s != "done"), "done"),
+        makespans,
+        (directory / "comparison.csv").stat().st_mtime,
+    )
+
+
+def find_results(root: Path) -> list[ResultEntry]:
+    """Every run and comparison under `root` (none if it does not exist), newest first."""
+    if not root.is_dir():
+        return []
+    comparisons = {p.parent for p in root.rglob("comparison.csv")}
+    entries = [_comparison(d) for d in comparisons]
+    for summary in root.rglob("summary.json"):
+        run = summary.parent
+        if not any(c == run.parent for c in comparisons):
+            entries.append(_run(run))
+    return sorted(entries, key=lambda e: e.finished_unix, reverse=True)

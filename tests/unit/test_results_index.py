@@ -1,0 +1,40 @@
+"""Past runs and comparisons are found under a results directory, newest first, a comparison's setups with it."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pandas as pd
+
+from hybridbed.cli import main
+from hybridbed.results.index import find_results
+
+
+def write_run(directory, policy: str, makespan: float | None, status: str = "done", mtime: float = 0.0) -> None:
+    directory.mkdir(parents=True)
+    (directory / "scenario.json").write_text(
+        json.dumps({"name": "quick", "backend": "simulation", "scheduler": {"policy": policy}})
+    )
+    (directory / "summary.json").write_text(json.dumps({"status": status, "makespan_s": makespan}))
+    os.utime(directory / "summary.json", (mtime, mtime))
+
+
+def test_runs_and_comparisons_are_listed_newest_first(tmp_path, capsys):
+    write_run(tmp_path / "old-run", "fair", 60.0, mtime=1_000)
+    compared = tmp_path / "quick-compare"
+    write_run(compared / "fair", "fair", 53.3)
+    write_run(compared / "jobpacker", "jobpacker", None, status="failed: the scheduler exited")
+    pd.DataFrame(
+        {"setup": ["fair", "jobpacker"], "status": ["done", "failed: the scheduler exited"], "makespan_s": [53.3, None]}
+    ).to_csv(compared / "comparison.csv", index=False)
+    os.utime(compared / "comparison.csv", (2_000, 2_000))
+    entries = find_results(tmp_path)
+    assert [(e.kind, e.path) for e in entries] == [("comparison", str(compared)), ("run", str(tmp_path / "old-run"))]
+    comparison, run = entries
+    assert comparison.setups == ["fair", "jobpacker"] and comparison.makespans_s == {"fair": 53.3, "jobpacker": None}
+    assert comparison.status == "failed: the scheduler exited" and comparison.scenario == "quick"
+    assert run.makespans_s == {"fair": 60.0} and run.backend == "simulation"
+    assert find_results(tmp_path / "nowhere") == []
+    assert main(["results", str(tmp_path), "--json"]) == 0
+    assert [e["kind"] for e in json.loads(capsys.readouterr().out)] == ["comparison", "run"]
