@@ -1,4 +1,5 @@
 """A run's results directory read back as pandas DataFrames, for notebooks and scripts."""
+
 from __future__ import annotations
 
 import json

@@ -4,6 +4,7 @@ path read off the circuit timeline (a flow between racks a and b rode the OCS wh
 The per-flow path assumes steering mode `all`; in mode `marked` the workers' traffic is unmarked and
 stays on the EPS.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -41,8 +42,9 @@ def lit_intervals(events: list[OcsEvent]) -> dict[tuple[int, int], list[tuple[fl
     return intervals
 
 
-def lit_share(src_rack: int, dst_rack: int, start: float, end: float,
-              intervals: dict[tuple[int, int], list[tuple[float, float]]]) -> float:
+def lit_share(
+    src_rack: int, dst_rack: int, start: float, end: float, intervals: dict[tuple[int, int], list[tuple[float, float]]]
+) -> float:
     """The share of a flow's duration for which its racks' circuit was lit (0 inside a rack)."""
     if src_rack == dst_rack:
         return 0.0
@@ -51,8 +53,9 @@ def lit_share(src_rack: int, dst_rack: int, start: float, end: float,
     return min(1.0, covered / length)
 
 
-def flow_path(src_rack: int, dst_rack: int, start: float, end: float,
-              intervals: dict[tuple[int, int], list[tuple[float, float]]]) -> str:
+def flow_path(
+    src_rack: int, dst_rack: int, start: float, end: float, intervals: dict[tuple[int, int], list[tuple[float, float]]]
+) -> str:
     """`rack` inside a rack; else `ocs`, `eps` or `mixed` by how much of the flow its circuit was lit."""
     if src_rack == dst_rack:
         return "rack"

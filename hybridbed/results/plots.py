@@ -1,5 +1,6 @@
 """A comparison's plots: makespan and the OCS share of cross-rack shuffle bytes per setup, and the JCT
 distribution of every setup."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,8 +12,10 @@ from matplotlib.figure import Figure
 def plot_comparison(table: pd.DataFrame, jcts: dict[str, pd.Series], out_dir: Path) -> None:
     """makespan.png (bars), jct_cdf.png (one CDF per setup), ocs_share.png (bars)."""
     done = table.dropna(subset=["makespan_s"])
-    for column, name, label in (("makespan_s", "makespan.png", "makespan (s)"),
-                                ("shuffle_ocs_share", "ocs_share.png", "share of cross-rack shuffle bytes on the OCS")):
+    for column, name, label in (
+        ("makespan_s", "makespan.png", "makespan (s)"),
+        ("shuffle_ocs_share", "ocs_share.png", "share of cross-rack shuffle bytes on the OCS"),
+    ):
         fig = Figure(figsize=(5, 3.5))
         ax = fig.subplots()
         ax.bar(done["setup"], done[column].astype(float))

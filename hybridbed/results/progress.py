@@ -1,5 +1,6 @@
 """A run's progress as it goes: what the backends report to the CLI's progress bar, and `progress.json`,
 through which the emulated scheduler process tells the orchestrator."""
+
 from __future__ import annotations
 
 import json

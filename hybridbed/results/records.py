@@ -1,5 +1,6 @@
 """Run results written as the run goes: one CSV row per finished job, task and transfer, flushed at once,
 so a crash leaves everything up to that moment readable (`summary.py` computes the summary from them)."""
+
 from __future__ import annotations
 
 import csv
@@ -10,20 +11,74 @@ from pathlib import Path
 
 from hybridbed.scheduler.model import Allocation, Job, Task, TaskAction, locality_of
 
-JOB_FIELDS = ["job_id", "arrival_s", "start_s", "finish_s", "jct_s", "recurring", "n_maps", "n_reduces",
-              "input_bytes", "shuffle_bytes", "output_bytes", "wait_s", "disorders", "deadline_s", "met_deadline"]
-TASK_FIELDS = ["task_id", "job_id", "kind", "attempt", "host", "rack", "locality", "start_s", "finish_s",
-               "read_local_bytes", "read_remote_bytes", "fetched_bytes", "written_bytes"]
-USAGE_FIELDS = ["time_s", "host", "running_tasks", "cpu_percent", "rss_mb", "io_read_mbps", "io_write_mbps",
-                "net_in_mbps", "net_out_mbps"]
-FLOW_FIELDS = ["job_id", "task_id", "attempt", "kind", "src_host", "dst_host", "src_rack", "dst_rack", "bytes",
-               "start_s", "end_s"]
+JOB_FIELDS = [
+    "job_id",
+    "arrival_s",
+    "start_s",
+    "finish_s",
+    "jct_s",
+    "recurring",
+    "n_maps",
+    "n_reduces",
+    "input_bytes",
+    "shuffle_bytes",
+    "output_bytes",
+    "wait_s",
+    "disorders",
+    "deadline_s",
+    "met_deadline",
+]
+TASK_FIELDS = [
+    "task_id",
+    "job_id",
+    "kind",
+    "attempt",
+    "host",
+    "rack",
+    "locality",
+    "start_s",
+    "finish_s",
+    "read_local_bytes",
+    "read_remote_bytes",
+    "fetched_bytes",
+    "written_bytes",
+]
+USAGE_FIELDS = [
+    "time_s",
+    "host",
+    "running_tasks",
+    "cpu_percent",
+    "rss_mb",
+    "io_read_mbps",
+    "io_write_mbps",
+    "net_in_mbps",
+    "net_out_mbps",
+]
+FLOW_FIELDS = [
+    "job_id",
+    "task_id",
+    "attempt",
+    "kind",
+    "src_host",
+    "dst_host",
+    "src_rack",
+    "dst_rack",
+    "bytes",
+    "start_s",
+    "end_s",
+]
 # flows.csv once each flow's path is known: rack, eps, ocs or mixed, and the bytes it sent over a circuit
 FLOW_PATH_FIELDS = FLOW_FIELDS + ["path", "ocs_bytes"]
 SHARE_FIELDS = ["cores", "disk_read_mbps", "disk_write_mbps", "net_in_mbps"]
 ACTION_FIELDS = ["time_s", "task_id", "attempt", "host", "action", *SHARE_FIELDS]  # preemptions and share changes
-ALLOCATION_FIELDS = ["time_s", "running_tasks", "suspended_tasks", "pending_tasks", "cores_allocated",
-                     "memory_allocated"]  # the scheduler's view of the cluster over time
+ALLOCATION_FIELDS = [
+    "time_s",
+    "running_tasks",
+    "suspended_tasks",
+    "pending_tasks",
+    "cores_allocated",
+    "memory_allocated",
+]  # the scheduler's view of the cluster over time
 
 
 class CsvLog:
@@ -54,29 +109,53 @@ class CsvLog:
 def task_row(task: Task, finish_s: float, rack_of: dict[str, int], stats: dict) -> dict:
     """tasks.csv row of a finished attempt; `stats` has the byte counts the attempt reported."""
     replicas = task.input_block.replicas if task.input_block else ()
-    return {"task_id": task.task_id, "job_id": task.job_id, "kind": task.kind.value, "attempt": task.attempt,
-            "host": task.host, "rack": rack_of[task.host], "locality": locality_of(replicas, task.host, rack_of).name.lower(),
-            "start_s": round(task.started_s, 3), "finish_s": round(finish_s, 3),
-            **{k: stats.get(k, 0) for k in ("read_local_bytes", "read_remote_bytes", "fetched_bytes", "written_bytes")}}
+    return {
+        "task_id": task.task_id,
+        "job_id": task.job_id,
+        "kind": task.kind.value,
+        "attempt": task.attempt,
+        "host": task.host,
+        "rack": rack_of[task.host],
+        "locality": locality_of(replicas, task.host, rack_of).name.lower(),
+        "start_s": round(task.started_s, 3),
+        "finish_s": round(finish_s, 3),
+        **{k: stats.get(k, 0) for k in ("read_local_bytes", "read_remote_bytes", "fetched_bytes", "written_bytes")},
+    }
 
 
 def action_row(action: TaskAction, now: float) -> dict:
     """preemptions.csv: one row per suspension, resumption, kill or share change (with the new share)."""
     share = action.allocation
-    return {"time_s": round(now, 3), "task_id": action.task.task_id, "attempt": action.attempt, "host": action.host,
-            "action": action.action, **{k: "" if share is None else round(getattr(share, k), 4) for k in SHARE_FIELDS}}
+    return {
+        "time_s": round(now, 3),
+        "task_id": action.task.task_id,
+        "attempt": action.attempt,
+        "host": action.host,
+        "action": action.action,
+        **{k: "" if share is None else round(getattr(share, k), 4) for k in SHARE_FIELDS},
+    }
 
 
 def job_row(job: Job) -> dict:
     spec = job.spec
     deadline = spec.deadline_s
-    return {"job_id": job.job_id, "arrival_s": spec.arrival_s, "start_s": round(job.started_s, 3),
-            "finish_s": round(job.finished_s, 3), "jct_s": round(job.finished_s - spec.arrival_s, 3),
-            "recurring": spec.recurring, "n_maps": spec.n_maps, "n_reduces": spec.n_reduces,
-            "input_bytes": spec.input_bytes, "shuffle_bytes": spec.shuffle_bytes, "output_bytes": spec.output_bytes,
-            "wait_s": round(job.waited_s, 3), "disorders": job.disorders,
-            "deadline_s": "" if deadline is None else round(deadline, 3),
-            "met_deadline": "" if deadline is None else job.finished_s <= deadline}
+    return {
+        "job_id": job.job_id,
+        "arrival_s": spec.arrival_s,
+        "start_s": round(job.started_s, 3),
+        "finish_s": round(job.finished_s, 3),
+        "jct_s": round(job.finished_s - spec.arrival_s, 3),
+        "recurring": spec.recurring,
+        "n_maps": spec.n_maps,
+        "n_reduces": spec.n_reduces,
+        "input_bytes": spec.input_bytes,
+        "shuffle_bytes": spec.shuffle_bytes,
+        "output_bytes": spec.output_bytes,
+        "wait_s": round(job.waited_s, 3),
+        "disorders": job.disorders,
+        "deadline_s": "" if deadline is None else round(deadline, 3),
+        "met_deadline": "" if deadline is None else job.finished_s <= deadline,
+    }
 
 
 class AllocationTimeline:

@@ -1,5 +1,6 @@
 """summary.json: a run's makespan, JCT percentiles, bytes by path and the counts of what its policy did,
 computed from the CSVs the run wrote (so it can be computed again from a crashed run's files)."""
+
 from __future__ import annotations
 
 import json
@@ -15,9 +16,14 @@ def add_uplink_totals(out_dir: Path, eps_bytes: int, ocs_bytes: int, reconfigura
     """Put the bytes the ToRs sent up the EPS and the OCS, and the reconfiguration count, into summary.json."""
     path = out_dir / "summary.json"
     summary = json.loads(path.read_text())
-    summary.update({"eps_uplink_bytes": eps_bytes, "ocs_uplink_bytes": ocs_bytes,
-                    "all_traffic_ocs_share": ocs_bytes / (eps_bytes + ocs_bytes) if eps_bytes + ocs_bytes else 0.0,
-                    "reconfigurations": reconfigurations})
+    summary.update(
+        {
+            "eps_uplink_bytes": eps_bytes,
+            "ocs_uplink_bytes": ocs_bytes,
+            "all_traffic_ocs_share": ocs_bytes / (eps_bytes + ocs_bytes) if eps_bytes + ocs_bytes else 0.0,
+            "reconfigurations": reconfigurations,
+        }
+    )
     path.write_text(json.dumps(summary, indent=2))
 
 
@@ -82,9 +88,14 @@ def summarize(out_dir: Path, jobs_total: int, status: str, started_at: float | N
         "jobs_done": int(len(jobs)),
         "makespan_s": float(jobs["finish_s"].max()) if len(jobs) else None,
         "jct_mean_s": float(jct.mean()) if len(jct) else None,
-        "jct_median_s": pct(50), "jct_p5_s": pct(5), "jct_p25_s": pct(25), "jct_p75_s": pct(75),
-        "jct_p90_s": pct(90), "jct_p95_s": pct(95),
-        "jct_median_recurring_s": median_of(recurring), "jct_median_adhoc_s": median_of(~recurring),
+        "jct_median_s": pct(50),
+        "jct_p5_s": pct(5),
+        "jct_p25_s": pct(25),
+        "jct_p75_s": pct(75),
+        "jct_p90_s": pct(90),
+        "jct_p95_s": pct(95),
+        "jct_median_recurring_s": median_of(recurring),
+        "jct_median_adhoc_s": median_of(~recurring),
         "shuffle_bytes_moved": int(flows.loc[flows["kind"] == "shuffle", "bytes"].sum()) if len(flows) else 0,
         "cross_rack_bytes": int(cross["bytes"].sum()) if len(cross) else 0,
     }
@@ -95,30 +106,43 @@ def summarize(out_dir: Path, jobs_total: int, status: str, started_at: float | N
     actions = out_dir / "preemptions.csv"
     if actions.exists():
         taken = pd.read_csv(actions)["action"].value_counts()
-        summary.update({"preemptions": int(taken.get("suspend", 0) + taken.get("kill", 0)),
-                        "suspensions": int(taken.get("suspend", 0)), "kills": int(taken.get("kill", 0)),
-                        "share_changes": int(taken.get("share", 0))})
+        summary.update(
+            {
+                "preemptions": int(taken.get("suspend", 0) + taken.get("kill", 0)),
+                "suspensions": int(taken.get("suspend", 0)),
+                "kills": int(taken.get("kill", 0)),
+                "share_changes": int(taken.get("share", 0)),
+            }
+        )
     summary.update(_dependency_and_deadline_totals(jobs, summary["makespan_s"]))
     allocation = out_dir / "allocation.csv"
     if allocation.exists():
         summary["cores_allocated_mean"] = _time_weighted_mean(pd.read_csv(allocation), "cores_allocated")
     if started_at is not None:
         summary["started_at_unix"] = started_at
-    (out_dir / "summary.json").write_text(json.dumps(
-        {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in summary.items()}, indent=2))
+    (out_dir / "summary.json").write_text(
+        json.dumps({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in summary.items()}, indent=2)
+    )
     return summary
 
 
 def _dependency_and_deadline_totals(jobs: pd.DataFrame, makespan_s: float | None) -> dict:
     """Disorders, mean job waiting time, and the jobs that met their deadlines (DSP's throughput: per minute
     of the run)."""
-    totals: dict = {"disorders": int(jobs["disorders"].sum()) if len(jobs) else 0,
-                    "job_wait_mean_s": float(jobs["wait_s"].mean()) if len(jobs) else None}
+    totals: dict = {
+        "disorders": int(jobs["disorders"].sum()) if len(jobs) else 0,
+        "job_wait_mean_s": float(jobs["wait_s"].mean()) if len(jobs) else None,
+    }
     dated = jobs[jobs["deadline_s"].notna()] if len(jobs) else jobs
     if len(dated):
         met = int((dated["met_deadline"].astype(str) == "True").sum())
-        totals.update({"deadlines_met": met, "deadline_jobs": int(len(dated)),
-                       "deadline_throughput_per_min": met / (makespan_s / 60) if makespan_s else None})
+        totals.update(
+            {
+                "deadlines_met": met,
+                "deadline_jobs": int(len(dated)),
+                "deadline_throughput_per_min": met / (makespan_s / 60) if makespan_s else None,
+            }
+        )
     return totals
 
 
