@@ -18,6 +18,17 @@ OCS_DPID = 0xC000
 
 
 @dataclass(frozen=True)
+class TorCorePort:
+    """A ToR port towards the core, as links.csv names it: `tor<r>-eps`, or `tor<r>-ocs<k>` for OCS port k."""
+
+    rack: int
+    switch: str
+    port: int
+    link: str
+    ocs_port: int | None  # None: the EPS uplink
+
+
+@dataclass(frozen=True)
 class HostAddress:
     rack: int
     index: int
@@ -97,6 +108,17 @@ class FabricPlan:
     def tor_ocs_port(self, k: int) -> int:
         self._check_ocs_port(k)
         return self.hosts_per_rack + 2 + k
+
+    def tor_core_ports(self) -> list[TorCorePort]:
+        """Every ToR's EPS uplink and OCS ports, rack by rack: the links whose counters a run records."""
+        ports = []
+        for rack in range(self.racks):
+            tor = self.tor_name(rack)
+            ports.append(TorCorePort(rack, tor, self.tor_eps_port, f"{tor}-eps", None))
+            ports += [
+                TorCorePort(rack, tor, self.tor_ocs_port(k), f"{tor}-ocs{k}", k) for k in range(self.ocs_ports_per_tor)
+            ]
+        return ports
 
     @staticmethod
     def eps_port(rack: int) -> int:

@@ -1,9 +1,10 @@
 """One emulated run of a scenario under one policy: network, controller, scheduler, workers, results.
 
-The run directory gets the resolved scenario first, then results as they happen (the scheduler's CSVs,
-`links.csv` from the switches' port counters every second, `ocs_events.csv` at the end) and the logs
-of the scheduler and every worker. Whatever ends the run (success, a failure, Ctrl-C), the processes
-are stopped, the network is torn down and what was written stays.
+The run directory gets the resolved scenario first, then results as they
+happen (the scheduler's CSVs, `links.csv` from the switches' port counters every second, `ocs_events.csv` at
+the end) and the logs of the scheduler and every worker. Every time is in seconds since the workload began.
+Whatever ends the run (success, a failure, Ctrl-C), the processes are stopped, the network is torn down and
+what was written stays.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from hybridbed.config.addressing import TorCorePort
 from hybridbed.config.scenario import Scenario
 from hybridbed.controller.client import DEFAULT_REST_PORT, ControllerError
 from hybridbed.controller.events import OCS_EVENT_FIELDS, OcsEvent, read_event_log
 from hybridbed.experiments.run_failed import RunFailed
 from hybridbed.results.path_accounting import annotate_flows, uplink_bytes
 from hybridbed.results.progress import Progress, read_progress
+from hybridbed.results.records import LinkCounter, LinkCounterLog
 from hybridbed.results.summary import add_flow_totals, add_uplink_totals, mark_status, summarize
 from hybridbed.testbed.interrupts import deferred_interrupts
 from hybridbed.testbed.network import HybridNetwork, NetworkStartError
@@ -33,19 +36,6 @@ from hybridbed.workers.protocol import SOCKET_NAME
 from hybridbed.workloads.build import build_workload
 
 POLL_S = 1.0
-LINK_FIELDS = ["time_s", "switch", "port", "link", "tx_bytes", "rx_bytes"]
-
-
-def _link_names(net: HybridNetwork) -> dict[tuple[str, int], str]:
-    """What each counted switch port is: a ToR's EPS uplink or OCS port (the links the paper splits bytes over)."""
-    plan = net.plan
-    names = {}
-    for rack in range(plan.racks):
-        names[(f"tor{rack}", plan.tor_eps_port)] = f"tor{rack}-eps"
-        if net.fabric.has_ocs:
-            for k in range(plan.ocs_ports_per_tor):
-                names[(f"tor{rack}", plan.tor_ocs_port(k))] = f"tor{rack}-ocs{k}"
-    return names
 
 
 STOP_GRACE_S = 10.0  # a process's time to exit on SIGTERM (the scheduler writes its summary) before SIGKILL
@@ -144,7 +134,7 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
             try:
                 _stop(processes[:1], STOP_GRACE_S)  # the scheduler first: on SIGTERM it still writes its summary
                 _stop(processes[1:], STOP_GRACE_S)
-                events = _write_ocs_events(net, out_dir, t0)
+                events = _write_ocs_events(net, out_dir, _workload_start(out_dir) or t0)
                 if not (out_dir / "summary.json").exists() and (out_dir / "jobs.csv").exists():
                     summarize(out_dir, len(build_workload(scenario)), status)  # the scheduler died before its own
                 _account_paths(out_dir, events, scenario.scaled_ocs().elephant_threshold_bytes)
@@ -195,44 +185,54 @@ def _follow(
     scenario: Scenario,
     on_progress: Callable[[Progress], None] | None,
 ) -> int:
-    """Until the scheduler ends: sample the switch port counters into links.csv, report progress."""
-    names = _link_names(net)
+    """Until the scheduler ends: sample the ToRs' core port counters into links.csv, report progress.
+
+    Sample times count from the workload's start, which the scheduler gives in progress.json (the origin of
+    every result time); the counters read before it are written once it is known, at a negative time."""
+    ports = {(p.switch, p.port): p for p in net.plan.tor_core_ports()}
     started = time.time()
-    with (out_dir / "links.csv").open("w", newline="") as links_file:
-        links = csv.DictWriter(links_file, fieldnames=LINK_FIELDS)
-        links.writeheader()
+    before_workload = (started, _read_counters(net, ports))
+    workload_t0 = None
+    links = LinkCounterLog(out_dir / "links.csv", interval_s=0.0)  # sampled every POLL_S
+    try:
         while scheduler.poll() is None:
             if time.time() - started > scenario.max_duration_s + 120:
                 raise RunFailed(f"the scheduler is still running {scenario.max_duration_s + 120:g} s into the run")
-            _sample_links(net, names, links, started)
-            links_file.flush()
-            if on_progress is not None and (progress := read_progress(out_dir)) is not None:
+            progress = read_progress(out_dir)
+            if workload_t0 is None and progress is not None and progress.started_at_unix:
+                workload_t0 = progress.started_at_unix
+                links.record(before_workload[0] - workload_t0, before_workload[1] or [])
+            if workload_t0 is not None:
+                links.record(time.time() - workload_t0, _read_counters(net, ports) or [])
+            if on_progress is not None and progress is not None:
                 on_progress(progress)
             time.sleep(POLL_S)
-        _sample_links(net, names, links, started)
+        if workload_t0 is not None:
+            links.record(time.time() - workload_t0, _read_counters(net, ports) or [])
+    finally:
+        links.close()
     return scheduler.returncode
 
 
-def _sample_links(net: HybridNetwork, names: dict[tuple[str, int], str], links: csv.DictWriter, started: float) -> None:
-    now = round(time.time() - started, 3)
+def _workload_start(out_dir: Path) -> float | None:
+    """When the scheduler began the workload (unix time), if it got that far."""
+    progress = read_progress(out_dir)
+    return progress.started_at_unix if progress is not None else None
+
+
+def _read_counters(net: HybridNetwork, ports: dict[tuple[str, int], TorCorePort]) -> list[LinkCounter] | None:
+    """Every ToR core port's counters now; None while the controller is being restarted (a sample missing
+    from links.csv)."""
     try:
         counters_by_switch = net.controller.ports()
-    except (ControllerError, OSError):  # the controller is being restarted: this sample is missing from links.csv
-        return
-    for switch, ports in counters_by_switch.items():
-        for port, counters in ports.items():
-            link = names.get((switch, int(port)))
-            if link is not None:
-                links.writerow(
-                    {
-                        "time_s": now,
-                        "switch": switch,
-                        "port": port,
-                        "link": link,
-                        "tx_bytes": counters["tx_bytes"],
-                        "rx_bytes": counters["rx_bytes"],
-                    }
-                )
+    except (ControllerError, OSError):
+        return None
+    return [
+        LinkCounter(port.switch, port.port, port.link, counters["tx_bytes"], counters["rx_bytes"])
+        for switch, counters_by_port in counters_by_switch.items()
+        for number, counters in counters_by_port.items()
+        if (port := ports.get((switch, int(number)))) is not None
+    ]
 
 
 def _account_paths(out_dir: Path, events: list[OcsEvent], elephant_bytes: float) -> None:
@@ -252,7 +252,8 @@ def _account_paths(out_dir: Path, events: list[OcsEvent], elephant_bytes: float)
 
 
 def _write_ocs_events(net: HybridNetwork, out_dir: Path, t0: float) -> list[OcsEvent]:
-    """ocs_events.csv from the controller's event log, which is there whether or not the controller still runs."""
+    """ocs_events.csv from the controller's event log, which is there whether or not the controller still runs;
+    times in seconds after t0 (the workload's start, as every result time)."""
     events = read_event_log(net.event_log)
     with (out_dir / "ocs_events.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=OCS_EVENT_FIELDS)

@@ -393,6 +393,7 @@ class SchedulerServer:
                 sum(len(h.running) for h in self.cluster.hosts.values()),
                 sorted(n for n, h in self.cluster.hosts.items() if not h.alive),
                 final,
+                self.t0,
             ),
         )
 

@@ -1,9 +1,9 @@
 """One simulated run of a scenario under one policy, into a results directory like an emulated run's.
 
-The directory gets the resolved scenario first, then jobs.csv, tasks.csv, flows.csv (with each flow's
-path), ocs_events.csv, preemptions.csv and allocation.csv as the simulation goes (flushed at least every
-second of wall-clock time), plan.csv, and summary.json at the end, also when the run fails. Times are
-simulated seconds.
+The directory gets the resolved scenario first, then jobs.csv, tasks.csv,
+flows.csv (with each flow's path), ocs_events.csv, preemptions.csv, allocation.csv and links.csv (the ToRs' core
+port counters, every simulated second) as the simulation goes (flushed at least every second of wall-clock
+time), plan.csv, and summary.json at the end, also when the run fails. Times are simulated seconds.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from hybridbed.results.records import (
     TASK_FIELDS,
     AllocationTimeline,
     CsvLog,
+    LinkCounterLog,
     write_plan,
 )
 from hybridbed.results.summary import add_flow_totals, add_uplink_totals, summarize
@@ -51,6 +52,7 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
         ocs_events=log("ocs_events.csv", OCS_EVENT_FIELDS),
         actions=log("preemptions.csv", ACTION_FIELDS),
         allocation=AllocationTimeline(out_dir / "allocation.csv"),
+        links=LinkCounterLog(out_dir / "links.csv"),
     )
     simulation = Simulation(scenario, logs)
     status, started = "failed", time.perf_counter()
@@ -69,7 +71,16 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
     finally:
         with deferred_interrupts():  # a second Ctrl-C must not cut the results short
             logs.allocation.record(simulation.cluster.allocation(), simulation.now, final=True)
-            for csv_log in (logs.jobs, logs.tasks, logs.flows, logs.ocs_events, logs.actions, logs.allocation):
+            simulation.record_links()
+            for csv_log in (
+                logs.jobs,
+                logs.tasks,
+                logs.flows,
+                logs.ocs_events,
+                logs.actions,
+                logs.allocation,
+                logs.links,
+            ):
                 csv_log.close()
             write_plan(out_dir, simulation.policy.plan_rows())  # again: per-job plans made as jobs arrived
             summarize(out_dir, len(specs), status)

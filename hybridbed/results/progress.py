@@ -18,6 +18,7 @@ class Progress:
     running_tasks: int
     lost_hosts: list[str] = field(default_factory=list)
     final: bool = False
+    started_at_unix: float | None = None  # when the workload began (emulation): the origin of every result time
 
 
 def write_progress(out_dir: Path, progress: Progress) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import math
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from hybridbed.scheduler.model import Allocation, Job, Task, TaskAction, locality_of
@@ -71,6 +71,7 @@ FLOW_FIELDS = [
 FLOW_PATH_FIELDS = FLOW_FIELDS + ["path", "ocs_bytes"]
 SHARE_FIELDS = ["cores", "disk_read_mbps", "disk_write_mbps", "net_in_mbps"]
 ACTION_FIELDS = ["time_s", "task_id", "attempt", "host", "action", *SHARE_FIELDS]  # preemptions and share changes
+LINK_FIELDS = ["time_s", "switch", "port", "link", "tx_bytes", "rx_bytes"]  # ToR ports towards the core
 ALLOCATION_FIELDS = [
     "time_s",
     "running_tasks",
@@ -179,6 +180,39 @@ class AllocationTimeline:
         if allocation != self._last or final:
             self.log.write({"time_s": round(now, 3), **asdict(allocation)})
             self._last, self._last_time = allocation, now
+
+    def close(self) -> None:
+        self.log.close()
+
+
+@dataclass(frozen=True)
+class LinkCounter:
+    """A ToR port towards the core: `tor<r>-eps` (the EPS uplink) or `tor<r>-ocs<k>` (an OCS port), with the
+    bytes it has sent (up, to the core) and received since the run began."""
+
+    switch: str
+    port: int
+    link: str
+    tx_bytes: int
+    rx_bytes: int
+
+
+class LinkCounterLog:
+    """links.csv: every ToR port's counters, sampled at most once per `interval_s` of run time (the
+    emulation reads the switches' counters, the simulator its own)."""
+
+    def __init__(self, path: Path, interval_s: float = 1.0):
+        self.log = CsvLog(path, LINK_FIELDS, flush_interval_s=1.0)
+        self.interval_s = interval_s
+        self._last_time = -math.inf
+
+    def due(self, now: float) -> bool:
+        return now >= self._last_time + self.interval_s
+
+    def record(self, now: float, counters: list[LinkCounter]) -> None:
+        for counter in counters:
+            self.log.write({"time_s": round(now, 3), **asdict(counter)})
+        self._last_time = now
 
     def close(self) -> None:
         self.log.close()

@@ -34,7 +34,15 @@ from hybridbed.config.scenario import Scenario
 from hybridbed.controller.circuits import combined_demand
 from hybridbed.results.path_accounting import path_by_ocs_share
 from hybridbed.results.progress import Progress
-from hybridbed.results.records import AllocationTimeline, CsvLog, action_row, job_row, task_row
+from hybridbed.results.records import (
+    AllocationTimeline,
+    CsvLog,
+    LinkCounter,
+    LinkCounterLog,
+    action_row,
+    job_row,
+    task_row,
+)
 from hybridbed.scheduler.assembly import container, scheduler_core
 from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.model import JobSpec, StageKind, Task, TaskAction, build_job
@@ -84,6 +92,7 @@ class ResultLogs:
     ocs_events: CsvLog
     actions: CsvLog
     allocation: AllocationTimeline
+    links: LinkCounterLog
 
 
 class Simulation:
@@ -91,12 +100,16 @@ class Simulation:
         self.scenario = scenario
         self.logs = logs
         fabric = scenario.fabric
-        host_racks = {h.name: h.rack for h in FabricPlan(fabric).hosts()}  # the emulation's host names
+        plan = FabricPlan(fabric)
+        host_racks = {h.name: h.rack for h in plan.hosts()}  # the emulation's host names
         self.core: SchedulerCore = scheduler_core(scenario, host_racks)
         self.policy, self.cluster = self.core.policy, self.core.cluster
         workers = scenario.workers
         self.links = FabricLinks(fabric, host_racks, workers.disk_read_mbps_per_host, workers.disk_write_mbps_per_host)
         self.flows = FlowTable(self.links)
+        self._core_ports = [
+            (port, *self.links.core_positions(port.rack, port.ocs_port)) for port in plan.tor_core_ports()
+        ]
         self.task_cap_mbps = workers.task_rate_cap_mbps
         self.ocs = SimulatedOcs(fabric.racks, self.links.ports, scenario.scaled_ocs())
         self.circuits_carry_tasks = scenario.ocs.steering == "all"  # in `marked` mode task traffic is unmarked
@@ -132,6 +145,8 @@ class Simulation:
                 )
             self.flows.advance(t - self.now)
             self.now = t
+            if self.logs.links.due(t):
+                self.record_links()
             for flow in self.flows.pop_finished(t):
                 self._flow_finished(flow)
             while self._timed and self._timed[0][0] <= t:
@@ -147,6 +162,18 @@ class Simulation:
                 reported = time.monotonic()
         if on_progress is not None:
             on_progress(self.progress(len(specs)))
+
+    def record_links(self) -> None:
+        """A links.csv sample: every ToR core port's bytes up and down so far (exact: rates are constant
+        between events)."""
+        core = self.flows.core_bytes
+        self.logs.links.record(
+            self.now,
+            [
+                LinkCounter(p.switch, p.port, p.link, round(core[up]), round(core[down]))
+                for p, up, down in self._core_ports
+            ],
+        )
 
     def progress(self, total: int) -> Progress:
         running = sum(len(h.running) for h in self.cluster.hosts.values())

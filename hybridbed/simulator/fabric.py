@@ -83,11 +83,28 @@ class FabricLinks:
             self._ocs_down + circuit.dst_rack * self.ports + circuit.dst_port,
         )
 
-    def is_eps_uplink(self, link: np.ndarray) -> np.ndarray:
-        return (link >= self._eps_up) & (link < self._eps_down)
+    @property
+    def core(self) -> slice:
+        """The links between ToRs and the core (EPS up and down, OCS ports out and in), contiguous."""
+        return slice(self._eps_up, self._disk_read)
 
-    def is_ocs_uplink(self, link: np.ndarray) -> np.ndarray:
-        return (link >= self._ocs_up) & (link < self._ocs_down)
+    @property
+    def eps_uplinks(self) -> slice:
+        """The ToRs' EPS uplinks, as positions within `core`."""
+        return slice(0, self.racks)
+
+    @property
+    def ocs_uplinks(self) -> slice:
+        """The ToRs' OCS ports out, as positions within `core`."""
+        start = self._ocs_up - self._eps_up
+        return slice(start, start + self.racks * self.ports)
+
+    def core_positions(self, rack: int, ocs_port: int | None) -> tuple[int, int]:
+        """Where a ToR's EPS uplink (ocs_port None) or OCS port sits within `core`: (its link up, its link down)."""
+        if ocs_port is None:
+            return rack, self.racks + rack
+        out = self._ocs_up - self._eps_up + rack * self.ports + ocs_port
+        return out, out + self.racks * self.ports
 
 
 class SimulatedOcs:

@@ -19,7 +19,7 @@ from hybridbed.simulator.fairshare import max_min_rates
 
 # Flows finish together when each is within this share of its time so far from its end (and within a
 # microsecond always): one rate computation then serves them all. A flow ends at most 0.5 % early; the
-# makespans of the paper-scale batch move by less than that (README, simulator accuracy).
+# makespans of the paper-scale batch move by less than that (docs/running.md, the flow-level simulator).
 FINISH_FRACTION = 0.005
 FINISH_TOLERANCE_S = 1e-6  # flows this close to their end finish together (partitions differ by a byte)
 
@@ -54,12 +54,12 @@ class FlowTable:
     def __init__(self, links: FabricLinks):
         self.links = links
         self.flows: list[Flow] = []
-        self.eps_uplink_bytes = 0.0  # bytes the ToRs sent up the EPS, and up the OCS, so far
-        self.ocs_uplink_bytes = 0.0
+        core_links = links.core.stop - links.core.start
+        self.core_bytes = np.zeros(core_links)  # bytes over each link between the ToRs and the core so far
+        self._core_rate = np.zeros(core_links)
         racks = links.racks
         self.pair_bytes = np.zeros(racks * racks)  # bytes per rack pair since take_pair_bytes
         self._pair_rate: np.ndarray = np.zeros(racks * racks)
-        self._eps_rate = self._ocs_rate = 0.0
         self._stale = False
         # flow classes: flows with one (cap, path) share a row in the rate computation
         self._class_of: dict[tuple, int] = {}
@@ -163,8 +163,7 @@ class FlowTable:
         sent = self.rate[:n] * dt
         self.remaining[:n] -= sent
         self.ocs[:n] += sent * self.on_ocs[:n]
-        self.eps_uplink_bytes += self._eps_rate * dt
-        self.ocs_uplink_bytes += self._ocs_rate * dt
+        self.core_bytes += self._core_rate * dt
         self.pair_bytes += self._pair_rate * dt
 
     def time_to_next_finish(self) -> float:
@@ -215,12 +214,23 @@ class FlowTable:
         self.class_rate[live] = rates
         self.rate[:n] = self.class_rate[self.cls[:n]]
         carried = rates * counts
-        self._eps_rate = float(carried[self.links.is_eps_uplink(paths[:, 1])].sum())
-        self._ocs_rate = float(carried[self.links.is_ocs_uplink(paths[:, 1])].sum())
+        # a path's second and third links are its core links (up and down), or the padding link
+        per_link = np.bincount(paths[:, 1:3].ravel(), weights=np.repeat(carried, 2), minlength=self.links.none + 1)
+        self._core_rate = per_link[self.links.core]
         cross = self.pair[:n] >= 0
         self._pair_rate = np.bincount(
             self.pair[:n][cross], weights=self.rate[:n][cross], minlength=self.pair_bytes.size
         )
+
+    @property
+    def eps_uplink_bytes(self) -> float:
+        """Bytes the ToRs have sent up the EPS so far."""
+        return float(self.core_bytes[self.links.eps_uplinks].sum())
+
+    @property
+    def ocs_uplink_bytes(self) -> float:
+        """Bytes the ToRs have sent out of their OCS ports so far."""
+        return float(self.core_bytes[self.links.ocs_uplinks].sum())
 
     def take_pair_bytes(self) -> list[list[float]]:
         """Bytes sent between every two racks since the last call (the controller's measured demand)."""

@@ -162,7 +162,7 @@ def simulate_one_task(
     the task finished. `writes`: it also writes 8 MB to a 1 MB/s disk (8 s, alongside its compute), at
     `write_rate_mbps` if given."""
     from hybridbed.config.scenario import Scenario
-    from hybridbed.results.records import ACTION_FIELDS, TASK_FIELDS, AllocationTimeline, CsvLog
+    from hybridbed.results.records import ACTION_FIELDS, TASK_FIELDS, AllocationTimeline, CsvLog, LinkCounterLog
     from hybridbed.simulator.engine import ResultLogs, Simulation
 
     scenario = Scenario.model_validate(
@@ -193,6 +193,7 @@ def simulate_one_task(
             )
         ),
         AllocationTimeline(tmp_path / "allocation.csv"),
+        LinkCounterLog(tmp_path / "links.csv"),
     )
     simulation = Simulation(scenario, logs)
     simulation.core.policy = OnTheClock(script)

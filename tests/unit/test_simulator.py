@@ -15,6 +15,7 @@ import pytest
 from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.experiments.scenarios import load_scenario
 from hybridbed.experiments.simulated import run_simulation
+from hybridbed.results.path_accounting import uplink_bytes
 from hybridbed.scheduler.model import JobSpec, Resources, build_job
 from hybridbed.simulator.fabric import FabricLinks, SimulatedOcs
 from hybridbed.simulator.flows import Flow, FlowTable
@@ -94,6 +95,15 @@ def test_every_byte_of_the_workload_moves_and_every_job_finishes(tmp_path, polic
     assert uplinks == pytest.approx(cross.bytes.sum(), rel=0.01)  # finished flows may end up to 0.5 % early
     events = pd.read_csv(out / "ocs_events.csv")
     assert len(events) == summary["reconfigurations"] > 0
+    links = pd.read_csv(out / "links.csv")  # the ToR core port counters, as the emulation samples them
+    assert set(links.link) == {f"tor{r}-{kind}" for r in range(4) for kind in ("eps", "ocs0")}
+    eps, ocs = uplink_bytes(links)
+    assert eps == pytest.approx(summary["eps_uplink_bytes"], abs=4) and ocs == pytest.approx(
+        summary["ocs_uplink_bytes"], abs=4
+    )
+    last = links[links.time_s == links.time_s.max()]
+    assert last.tx_bytes.sum() == pytest.approx(last.rx_bytes.sum(), abs=8)  # what goes up a core link comes down one
+    assert links.time_s.max() == pytest.approx(summary["simulated_s"], abs=1e-3)
 
 
 def test_f_eps_has_no_circuits(tmp_path):
