@@ -65,6 +65,21 @@ class OcsEvent:
             "circuits_after": json.dumps(self.circuits_after),
         }
 
+    @classmethod
+    def from_csv_row(cls, row: dict) -> OcsEvent:
+        """An ocs_events.csv row read back (times stay relative to the run's start)."""
+        return cls(
+            int(row["seq"]),
+            str(row["reason"]),
+            float(row["requested_s"]),
+            float(row["dark_from_s"]),
+            float(row["dark_until_s"]),
+            float(row["done_s"]),
+            float(row["configured_delay_ms"]),
+            json.loads(row["circuits_before"]),
+            json.loads(row["circuits_after"]),
+        )
+
 
 def read_event_log(path: Path) -> list[OcsEvent]:
     """The events of the controller's JSON-lines log (one per line, appended as they happen); it outlives the

@@ -21,6 +21,7 @@ from hybridbed.experiments.scenarios import available_setups
 from hybridbed.results.comparison_table import write_comparison_table
 from hybridbed.results.plots import plot_comparison
 from hybridbed.results.progress import Progress
+from hybridbed.results.timeline_plots import plot_comparison_timelines
 
 F_EPS_POLICY = "fair"
 PAPER_SETUPS = ("fair", "corral", "jobpacker", F_EPS)
@@ -80,7 +81,8 @@ def compare(
     scenario: Scenario, setups: list[str], out_dir: Path, on_progress: Callable[[str, Progress], None] | None = None
 ) -> pd.DataFrame:
     """Run every setup into out_dir/<setup>; write comparison.csv (a row per setup), comparison_table.csv and .md
-    (a row per measure) and the plots; return comparison.csv's table.
+    (a row per measure), the plots and timelines.png (the setups' timelines side by side); return comparison.csv's
+    table.
     A setup that fails is recorded as failed and the others still run."""
     out_dir.mkdir(parents=True, exist_ok=False)
     rows, jcts = [], {}
@@ -101,4 +103,5 @@ def compare(
     table.to_csv(out_dir / "comparison.csv", index=False)
     write_comparison_table(table, scenario.compare_baseline, out_dir)
     plot_comparison(table, jcts, out_dir)
+    plot_comparison_timelines(out_dir, setups)
     return table
