@@ -365,6 +365,18 @@ def cmd_results(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from hybridbed.results.report import NotAResultsDirectory, write_report
+
+    try:
+        out = write_report(Path(args.dir))
+    except NotAResultsDirectory as err:
+        console.print(f"[red]{err}[/red]")
+        return 2
+    console.print(f"report in {out}")
+    return 0
+
+
 def cmd_policies(args: argparse.Namespace) -> int:
     from hybridbed.scheduler.policy import registered_policies
 
@@ -439,6 +451,10 @@ def build_parser() -> argparse.ArgumentParser:
     results.add_argument("dir", nargs="?", default="results", help="where to look (default: results)")
     results.add_argument("--json", action="store_true", help="print one JSON list")
     results.set_defaults(func=cmd_results)
+
+    report = sub.add_parser("report", help="write one self-contained HTML page for a comparison or run")
+    report.add_argument("dir", help="the comparison's or run's results directory")
+    report.set_defaults(func=cmd_report)
 
     clean = sub.add_parser("clean", help="remove what runs created (all runs whose process is gone, or one run)")
     clean.add_argument("run", nargs="?", help="run id (default: every run whose owning process has ended)")

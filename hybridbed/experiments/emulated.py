@@ -1,6 +1,6 @@
 """One emulated run of a scenario under one policy: network, controller, scheduler, workers, results.
 
-The run directory gets the resolved scenario first, then results as they
+The run directory gets the resolved scenario and environment.json first (`run_dir.py`), then results as they
 happen (the scheduler's CSVs, `links.csv` from the switches' port counters every second, `ocs_events.csv` at
 the end) and the logs of the scheduler and every worker. Every time is in seconds since the workload began.
 Whatever ends the run (success, a failure, Ctrl-C), the processes are stopped, the network is torn down and
@@ -24,6 +24,7 @@ from hybridbed.config.addressing import TorCorePort
 from hybridbed.config.scenario import Scenario
 from hybridbed.controller.client import DEFAULT_REST_PORT, ControllerError
 from hybridbed.controller.events import OCS_EVENT_FIELDS, OcsEvent, read_event_log
+from hybridbed.experiments.run_dir import begin_run_dir
 from hybridbed.experiments.run_failed import RunFailed
 from hybridbed.results.path_accounting import annotate_flows, uplink_bytes
 from hybridbed.results.progress import Progress, read_progress
@@ -43,8 +44,7 @@ STOP_GRACE_S = 10.0  # a process's time to exit on SIGTERM (the scheduler writes
 
 def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progress], None] | None = None) -> dict:
     """Run the scenario's workload under its policy; returns summary.json's content. Raises RunFailed."""
-    out_dir.mkdir(parents=True, exist_ok=False)
-    (out_dir / "scenario.json").write_text(scenario.model_dump_json(indent=2))
+    begin_run_dir(scenario, out_dir)
     net = HybridNetwork(scenario.fabric, scenario.scaled_ocs())
     try:
         net.start()

@@ -1,6 +1,6 @@
 """One simulated run of a scenario under one policy, into a results directory like an emulated run's.
 
-The directory gets the resolved scenario first, then jobs.csv, tasks.csv,
+The directory gets the resolved scenario and environment.json first (`run_dir.py`), then jobs.csv, tasks.csv,
 flows.csv (with each flow's path), ocs_events.csv, preemptions.csv, allocation.csv and links.csv (the ToRs' core
 port counters, every simulated second) as the simulation goes (flushed at least every second of wall-clock
 time), plan.csv, and summary.json at the end, also when the run fails. Times are simulated seconds.
@@ -15,6 +15,7 @@ from pathlib import Path
 
 from hybridbed.config.scenario import Scenario
 from hybridbed.controller.events import OCS_EVENT_FIELDS
+from hybridbed.experiments.run_dir import begin_run_dir
 from hybridbed.experiments.run_failed import RunFailed
 from hybridbed.results.progress import Progress
 from hybridbed.results.records import (
@@ -38,8 +39,7 @@ FLUSH_INTERVAL_S = 1.0
 
 def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progress], None] | None = None) -> dict:
     """Simulate the scenario's workload under its policy; returns summary.json's content. Raises RunFailed."""
-    out_dir.mkdir(parents=True, exist_ok=False)
-    (out_dir / "scenario.json").write_text(scenario.model_dump_json(indent=2))
+    begin_run_dir(scenario, out_dir)
     specs = build_workload(scenario)
 
     def log(name: str, fields: list[str]) -> CsvLog:

@@ -1,4 +1,5 @@
-"""`hybridbed compare` on a small scenario: every setup runs the same jobs, and one table comes out."""
+"""`hybridbed compare` on a small scenario: every setup runs the same jobs, and one table and the timelines come
+out."""
 
 from __future__ import annotations
 
@@ -43,3 +44,14 @@ def test_compare_runs_each_setup_on_the_same_jobs(tmp_path, small_scenario):
     jobs = {s: pd.read_csv(out / s / "jobs.csv").set_index("job_id") for s in result}
     assert jobs["fair"]["shuffle_bytes"].to_dict() == jobs["f-eps"]["shuffle_bytes"].to_dict()
     assert (out / "comparison.csv").exists() and (out / "jct_cdf.png").exists()
+    assert (out / "timelines.png").exists()
+    for setup in result:  # the timeline's uplink utilisation comes from the switches' counters
+        links = pd.read_csv(out / setup / "links.csv")
+        assert (out / setup / "timeline.png").exists() and links.tx_bytes.max() > 0
+        assert links.time_s.min() < 0 < links.time_s.max()  # a sample from before the workload, then during it
+    report = subprocess.run(
+        [sys.executable, "-m", "hybridbed.cli", "report", str(out)], capture_output=True, timeout=120
+    )
+    assert report.returncode == 0
+    page = (out / "report.html").read_text()
+    assert all(f"<th>{setup}</th>" in page for setup in result) and '"open_vswitch"' in page
