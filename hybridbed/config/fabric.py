@@ -22,14 +22,14 @@ class FabricSpec(BaseModel):
 
     The defaults (hosts 10, OCS 20, EPS uplink 1/10 of a rack's host capacity) keep the JobPacker
     paper's 10:1 OCS:EPS ratio and stay under what the userspace OVS datapath of a 2-core machine
-    forwards (README, fidelity table).
+    forwards (docs/network.md, fidelity table).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     racks: int = Field(ge=2, le=250, description="number of racks (ToR switches)")
-    hosts_per_rack: int = Field(ge=1, le=250)
-    host_rate_mbps: float = Field(default=10.0, gt=0)
+    hosts_per_rack: int = Field(ge=1, le=250, description="servers behind each ToR")
+    host_rate_mbps: float = Field(default=10.0, gt=0, description="every host's NIC")
     eps_rate_mbps: float | None = Field(
         default=None, gt=0, description="ToR-to-EPS uplink rate; derived from oversubscription if unset"
     )
@@ -39,8 +39,8 @@ class FabricSpec(BaseModel):
         le=1000.0,
         description="rack host capacity / EPS uplink rate, used when eps_rate_mbps is unset",
     )
-    ocs_rate_mbps: float = Field(default=20.0, gt=0)
-    ocs_ports_per_tor: int = Field(default=1, ge=1, le=8)
+    ocs_rate_mbps: float = Field(default=20.0, gt=0, description="every OCS port (a circuit's rate)")
+    ocs_ports_per_tor: int = Field(default=1, ge=1, le=8, description="circuits a ToR can have at once")
     variant: Literal["hybrid", "f-eps", "eps"] = Field(
         default="hybrid", description="f-eps: no OCS, EPS uplinks at the OCS rate; eps: no OCS, EPS as configured"
     )
@@ -80,11 +80,33 @@ class OcsSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    mode: Literal["pinned", "periodic"] = "pinned"
-    reconfig_interval_s: float = Field(default=1.0, gt=0.01, le=3600)
-    reconfig_delay_ms: float = Field(default=10.0, ge=0, le=10_000)
-    steering: Literal["all", "marked"] = "all"
-    bulk_dscp: int = Field(default=DEFAULT_BULK_DSCP, ge=1, le=63)
-    demand_source: Literal["hints", "measured", "both"] = "both"
-    elephant_threshold_bytes: float = Field(default=0.0, ge=0)
-    skip_unchanged: bool = True
+    mode: Literal["pinned", "periodic"] = Field(
+        default="pinned",
+        description="pinned: circuits set through the REST API; periodic: a matching of the demand every interval",
+    )
+    reconfig_interval_s: float = Field(
+        default=1.0,
+        gt=0.01,
+        le=3600,
+        description="periodic mode: seconds between reconfigurations (JobPacker §5.1.2: 1 s)",
+    )
+    reconfig_delay_ms: float = Field(
+        default=10.0, ge=0, le=10_000, description="dark time of a reconfiguration (JobPacker §5.1.2: 10 ms)"
+    )
+    steering: Literal["all", "marked"] = Field(
+        default="all",
+        description="all: a lit rack pair's traffic rides its circuit; marked: only packets with bulk_dscp",
+    )
+    bulk_dscp: int = Field(
+        default=DEFAULT_BULK_DSCP, ge=1, le=63, description="the DSCP of bulk traffic (AF11, RFC 4594)"
+    )
+    demand_source: Literal["hints", "measured", "both"] = Field(
+        default="both",
+        description="what periodic mode matches on: the policy's hints, the measured rack-to-rack bytes, or both",
+    )
+    elephant_threshold_bytes: float = Field(
+        default=0.0, ge=0, description="full scale; a rack pair's demand below it gets no circuit (JobPacker: 1.125 GB)"
+    )
+    skip_unchanged: bool = Field(
+        default=True, description="periodic mode: no reconfiguration when the matching is unchanged"
+    )

@@ -25,18 +25,20 @@ class _Strict(BaseModel):
 
 
 class ContainerSpec(_Strict):
-    cores: float = Field(default=1.0, gt=0, le=64)
-    memory_mb: float = Field(default=256.0, ge=64)
+    cores: float = Field(default=1.0, gt=0, le=64, description="a task's cores unless its workload says otherwise")
+    memory_mb: float = Field(default=256.0, ge=64, description="a task's memory limit (its cgroup's)")
 
 
 class WorkersSpec(_Strict):
-    slots_per_host: int = Field(default=2, ge=1, le=64)
-    cores_per_host: float = Field(default=2.0, gt=0)
-    memory_mb_per_host: float = Field(default=2048.0, gt=0)
+    slots_per_host: int = Field(default=2, ge=1, le=64, description="containers a host offers")
+    cores_per_host: float = Field(default=2.0, gt=0, description="cores the scheduler may allocate on a host")
+    memory_mb_per_host: float = Field(default=2048.0, gt=0, description="memory the scheduler may allocate on a host")
     container: ContainerSpec = ContainerSpec()
     compute: Literal["sleep", "cpu"] = Field(default="sleep", description="how task compute time is emulated")
     task_rate_cap_mbps: float | None = Field(default=None, gt=0, description="per-task network cap (emulated Mb/s)")
-    heartbeat_s: float = Field(default=0.5, gt=0, le=10)
+    heartbeat_s: float = Field(
+        default=0.5, gt=0, le=10, description="between a worker's heartbeats (free containers are offered then)"
+    )
     resume_overhead_s: float = Field(
         default=0.0,
         ge=0,
@@ -58,41 +60,53 @@ class WorkersSpec(_Strict):
 
 
 class ShapeSpec(_Strict):
-    block_mb: float = Field(default=128.0, gt=0)
-    reduce_input_mb: float = Field(default=1000.0, gt=0)
-    max_maps: int = Field(default=200, ge=1)
-    max_reduces: int = Field(default=50, ge=1)
-    map_rate_mb_s: float = Field(default=64.0, gt=0)
-    reduce_rate_mb_s: float = Field(default=64.0, gt=0)
-    task_overhead_s: float = Field(default=1.0, ge=0)
+    block_mb: float = Field(default=128.0, gt=0, description="input per map (one map per block, as Hadoop)")
+    reduce_input_mb: float = Field(default=1000.0, gt=0, description="shuffle bytes per reducer")
+    max_maps: int = Field(default=200, ge=1, description="a job's maps at most")
+    max_reduces: int = Field(default=50, ge=1, description="a job's reducers at most")
+    map_rate_mb_s: float = Field(default=64.0, gt=0, description="a map's compute: input bytes per second")
+    reduce_rate_mb_s: float = Field(default=64.0, gt=0, description="a reducer's compute: shuffle bytes per second")
+    task_overhead_s: float = Field(default=1.0, ge=0, description="compute every task spends besides its bytes")
 
 
 class SuiteSpec(_Strict):
     """The Tetris deployment suite's knobs (source: tetris-suite); see scheduler/tetris_suite.py."""
 
-    maps_large: int = Field(default=200, ge=1)
-    maps_medium: int = Field(default=100, ge=1)
-    maps_small: int = Field(default=30, ge=1)
-    block_mb: float = Field(default=256.0, gt=0)
-    cpu_heavy_cores: float = Field(default=4.0, gt=0)
+    maps_large: int = Field(
+        default=200, ge=1, description="maps of a large job (the paper's size classes, for the cluster at hand)"
+    )
+    maps_medium: int = Field(default=100, ge=1, description="maps of a medium job")
+    maps_small: int = Field(default=30, ge=1, description="maps of a small job")
+    block_mb: float = Field(default=256.0, gt=0, description="input per map")
+    cpu_heavy_cores: float = Field(default=4.0, gt=0, description="cores a CPU-heavy task asks for")
     io_share: float = Field(default=0.25, gt=0, le=1, description="of a host's disk and network, per I/O-heavy task")
-    cpu_heavy_s: float = Field(default=20.0, gt=0)
-    io_heavy_s: float = Field(default=2.0, gt=0)
-    memory_gb: tuple[float, float] = (2.0, 8.0)
+    cpu_heavy_s: float = Field(default=20.0, gt=0, description="a CPU-heavy task's compute")
+    io_heavy_s: float = Field(default=2.0, gt=0, description="an I/O-heavy task's compute (its I/O sets its length)")
+    memory_gb: tuple[float, float] = Field(
+        default=(2.0, 8.0), description="a task's memory: one of the two (the paper's 2 or 8 GB tasks)"
+    )
 
 
 class DagSpec(_Strict):
     """The DAG workload's knobs (source: dag); see scheduler/dag_workload.py. Task demands and compute
     times follow `workload.suite` (cpu_heavy_cores, io_share, cpu_heavy_s, io_heavy_s, memory_gb, block_mb)."""
 
-    benchmark: Literal["tpch", "tpcds"] = "tpcds"
-    templates: int = Field(default=20, ge=1)
+    benchmark: Literal["tpch", "tpcds"] = Field(
+        default="tpcds", description="whose query shapes (table counts, depths)"
+    )
+    templates: int = Field(default=20, ge=1, description="distinct query templates drawn from the seed")
     fact_tasks: int = Field(default=20, ge=1, description="scan tasks of a query's fact table at size factor 1")
-    reduce_input_mb: float = Field(default=512.0, gt=0)
-    max_tasks: int = Field(default=40, ge=1)
-    size_factors: list[float] = Field(default=[0.5, 1.0, 2.0], min_length=1)
-    compute_spread: float = Field(default=0.8, ge=0)
-    shared_scan: float = Field(default=0.3, ge=0, le=1)
+    reduce_input_mb: float = Field(default=512.0, gt=0, description="what a task of a stage with parents fetches")
+    max_tasks: int = Field(default=40, ge=1, description="tasks of a stage at most")
+    size_factors: list[float] = Field(
+        default=[0.5, 1.0, 2.0], min_length=1, description="a job's size factor: one of these, at random"
+    )
+    compute_spread: float = Field(
+        default=0.8, ge=0, description="sigma of the log-normal factor on a CPU-heavy stage's compute"
+    )
+    shared_scan: float = Field(
+        default=0.3, ge=0, le=1, description="chance that a dimension scan also feeds a later join"
+    )
     queues: int = Field(default=1, ge=1, description="job groups the jobs are spread over at random")
 
     @model_validator(mode="after")
@@ -103,15 +117,21 @@ class DagSpec(_Strict):
 
 
 class PredictionSpec(_Strict):
-    recurring_fraction: float = Field(default=1.0, ge=0, le=1)
-    size_error: float = Field(default=0.0, ge=0, le=1)
-    arrival_jitter_fraction: float = Field(default=0.0, ge=0, le=1)
-    arrival_jitter_s: float = Field(default=0.0, ge=0)
+    recurring_fraction: float = Field(
+        default=1.0, ge=0, le=1, description="jobs whose sizes and arrival the planners know"
+    )
+    size_error: float = Field(default=0.0, ge=0, le=1, description="predicted sizes off by up to this fraction")
+    arrival_jitter_fraction: float = Field(
+        default=0.0, ge=0, le=1, description="recurring jobs that arrive off their prediction"
+    )
+    arrival_jitter_s: float = Field(default=0.0, ge=0, description="by up to this much")
 
 
 class WorkloadSpec(_Strict):
-    source: Literal["synthetic", "swim", "tetris-suite", "dag"] = "synthetic"
-    jobs: int = Field(default=12, ge=1, le=100_000)
+    source: Literal["synthetic", "swim", "tetris-suite", "dag"] = Field(
+        default="synthetic", description="the generator, or a SWIM trace"
+    )
+    jobs: int = Field(default=12, ge=1, le=100_000, description="jobs to run (the first ones of a trace)")
     trace: Path | list[Path] | None = Field(
         default=None, description="SWIM trace file, or files read one after the other (source: swim)"
     )
@@ -158,33 +178,40 @@ class WorkloadSpec(_Strict):
 
 
 class SchedulerSpec(_Strict):
-    policy: str = "fair"
+    policy: str = Field(default="fair", description="a registered policy (`hybridbed policies`)")
     policy_params: dict[str, dict] = Field(
         default_factory=dict,
         description="parameters per policy name, e.g. {jobpacker: {overprovision: 1.0}}; "
         "a comparison gives each setup its own",
     )
     slowstart: float | None = Field(default=None, ge=0, le=1, description="default: the policy's")
-    replicas: int = Field(default=3, ge=1, le=10)
-    heartbeat_timeout_s: float = Field(default=3.0, gt=0)
+    replicas: int = Field(default=3, ge=1, le=10, description="copies of every input block (HDFS default 3)")
+    heartbeat_timeout_s: float = Field(default=3.0, gt=0, description="a worker silent this long is lost")
 
     def params_for(self, policy: str) -> dict:
         return self.policy_params.get(policy, {})
 
 
 class Scenario(_Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="names the results directory")
     backend: Literal["emulation", "simulation"] = Field(
         default="emulation", description="emulation: Mininet, OVS, os-ken, real TCP; simulation: the flow-level model"
     )
-    seed: int = 1
-    scale: float = Field(default=1.0, gt=0, le=1)
+    seed: int = Field(default=1, description="draws the workload and replica placement: a run is reproducible from it")
+    scale: float = Field(
+        default=1.0,
+        gt=0,
+        le=1,
+        description="emulated / real link rates; workload sizes and the elephant threshold are multiplied by it",
+    )
     fabric: FabricSpec
     ocs: OcsSpec = OcsSpec()
     workers: WorkersSpec = WorkersSpec()
     workload: WorkloadSpec = WorkloadSpec()
     scheduler: SchedulerSpec = SchedulerSpec()
-    max_duration_s: float = Field(default=1800.0, gt=0)
+    max_duration_s: float = Field(
+        default=1800.0, gt=0, description="a run still going after this much workload time fails"
+    )
     compare: list[str] | None = Field(
         default=None,
         description="the setups `hybridbed compare` runs when not told "

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import random
 
+from pydantic import Field
+
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.dag_paths import stage_critical_paths, stage_levels
 from hybridbed.scheduler.model import Job, Task
@@ -71,7 +73,7 @@ class CriticalPathPolicy(StageOrderPolicy):
 
 
 class RandomParams(PolicyParams):
-    seed: int = 1  # the random order's own stream
+    seed: int = Field(default=1, description="the random order's own stream")
 
 
 class RandomPolicy(StageOrderPolicy):

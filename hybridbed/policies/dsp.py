@@ -133,7 +133,7 @@ class DspParams(PolicyParams):
 
 class SrptParams(DspParams):
     alpha: float = Field(default=0.5, description="SRPT priority: alpha x waited - beta x remaining")
-    beta: float = Field(default=1.0)
+    beta: float = Field(default=1.0, description="SRPT priority: the weight of the remaining time")
 
 
 class DspPolicy(Policy):
