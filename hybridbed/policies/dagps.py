@@ -21,7 +21,7 @@ dimension:
 - srpt: the job's remaining work (Σ over its pending tasks of duration × normalised demand);
 - priScore: relative to the job's best runnable task (its next task in the schedule scores 1). The paper's
   raw ranks (1 for a DAG's first task down to 1/N for its last) make a newly arrived job's first tasks
-  beat every running job's later ones, which serves the newest job first (README, Policies);
+  beat every running job's later ones, which serves the newest job first (docs/policies.md);
 - η = m · mean(priScore · pScore) / mean(srpt) over the decision's candidates, m = 0.2 (§8.5).
 Overbooking (oScore) is left out, as the paper allows: a task that does not fit is not a candidate.
 

@@ -1,5 +1,5 @@
 """The package layering, read from the code's own imports (ast): no import circle between files, and every
-package imports only the packages its row below allows. README, Architecture, explains the order."""
+package imports only the packages its row below allows. docs/architecture.md explains the order."""
 
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def test_a_package_imports_only_what_its_layer_allows(package):
 
 def test_every_package_has_a_layer():
     packages = {package_of(m) for m in imports().nodes} - {"(root)"}
-    assert packages == set(ALLOWED), "give a new package its row in ALLOWED (and in the README's Architecture)"
+    assert packages == set(ALLOWED), "give a new package its row in ALLOWED (and in docs/architecture.md)"
 
 
 def test_no_package_holds_more_than_a_third_of_the_code():
