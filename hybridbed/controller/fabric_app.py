@@ -158,14 +158,15 @@ class HybridFabricController(app_manager.OSKenApp):
         ofctl_api.send_msg(self, dp.ofproto_parser.OFPBarrierRequest(dp), reply_cls=dp.ofproto_parser.OFPBarrierReply)
 
     # reconfiguration ---------------------------------------------------------------------------
-    def reconfigure(self, target: Configuration, reason: str) -> OcsEvent | None:
-        """Move from the current circuits to `target`; return the logged event (None if nothing changed)."""
+    def reconfigure(self, target: Configuration, reason: str, requested: float | None = None) -> OcsEvent | None:
+        """Move from the current circuits to `target`; return the logged event (None if nothing changed).
+        `requested`: when the decision's input was taken (periodic mode: the demand sample), else now."""
         with self._reconfig_lock:
             before = self.circuits
             removed, added = before - target, target - before
             if not removed and not added:
                 return None
-            requested = time.time()
+            requested = time.time() if requested is None else requested
             unsteer, steer = steering_changes(before, target)
             tors = {self.plan.tor_dpid(a) for a, _ in list(unsteer) + list(steer)}
 
@@ -255,6 +256,7 @@ class HybridFabricController(app_manager.OSKenApp):
             if not self.ready:
                 continue
             try:
+                sampled = time.time()  # the control lag counts from the demand sample
                 if self.ocs.demand_source in ("measured", "both"):
                     self._measure_demand()
                 target = periodic_configuration(
@@ -263,7 +265,7 @@ class HybridFabricController(app_manager.OSKenApp):
                 if target == self.circuits and self.ocs.skip_unchanged:
                     self.skipped_reconfigurations += 1
                     continue
-                self.reconfigure(target, reason="periodic")
+                self.reconfigure(target, reason="periodic", requested=sampled)
             except Exception:
                 self.logger.exception("periodic reconfiguration failed; retrying next interval")
 

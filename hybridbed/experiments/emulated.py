@@ -26,10 +26,12 @@ from hybridbed.controller.client import DEFAULT_REST_PORT, ControllerError
 from hybridbed.controller.events import OCS_EVENT_FIELDS, OcsEvent, read_event_log
 from hybridbed.experiments.run_dir import begin_run_dir
 from hybridbed.experiments.run_failed import RunFailed
+from hybridbed.results.fidelity import fidelity_summary
 from hybridbed.results.path_accounting import annotate_flows, uplink_bytes
 from hybridbed.results.progress import Progress, read_progress
 from hybridbed.results.records import LinkCounter, LinkCounterLog
 from hybridbed.results.summary import add_flow_totals, add_uplink_totals, mark_status, summarize
+from hybridbed.testbed.fidelity_monitor import FidelityMonitor
 from hybridbed.testbed.interrupts import deferred_interrupts
 from hybridbed.testbed.network import HybridNetwork, NetworkStartError
 from hybridbed.workers.cgroups import CgroupLayout
@@ -53,6 +55,7 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
     processes: list[subprocess.Popen] = []
     status = "failed"
     t0 = time.time()
+    monitor = FidelityMonitor(scenario.fabric, out_dir / "fidelity.csv")
     try:
         layout = CgroupLayout.detect()
         roots = layout.create_task_roots(net.run_id)
@@ -122,7 +125,7 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
             )
             processes.append(proc)
             net.record.add_process(proc.pid, f"worker {host['name']}")
-        code = _follow(net, scheduler, out_dir, scenario, on_progress)
+        code = _follow(net, scheduler, out_dir, scenario, monitor, on_progress)
         if code != 0:
             raise RunFailed(f"the scheduler exited with status {code}; see {out_dir / 'scheduler.log'}")
         status = "done"
@@ -138,6 +141,7 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
                 if not (out_dir / "summary.json").exists() and (out_dir / "jobs.csv").exists():
                     summarize(out_dir, len(build_workload(scenario)), status)  # the scheduler died before its own
                 _account_paths(out_dir, events, scenario.scaled_ocs().elephant_threshold_bytes)
+                _add_fidelity(out_dir, monitor)
             finally:
                 net.stop(status=status)
             if status == "interrupted":  # the scheduler, stopped by SIGTERM, could only say it failed
@@ -183,9 +187,11 @@ def _follow(
     scheduler: subprocess.Popen,
     out_dir: Path,
     scenario: Scenario,
+    monitor: FidelityMonitor,
     on_progress: Callable[[Progress], None] | None,
 ) -> int:
-    """Until the scheduler ends: sample the ToRs' core port counters into links.csv, report progress.
+    """Until the scheduler ends: sample the ToRs' core port counters into links.csv, watch the run's fidelity
+    (fidelity.csv), report progress.
 
     Sample times count from the workload's start, which the scheduler gives in progress.json (the origin of
     every result time); the counters read before it are written once it is known, at a negative time."""
@@ -202,6 +208,7 @@ def _follow(
             if workload_t0 is None and progress is not None and progress.started_at_unix:
                 workload_t0 = progress.started_at_unix
                 links.record(before_workload[0] - workload_t0, before_workload[1] or [])
+                monitor.start(workload_t0)
             if workload_t0 is not None:
                 links.record(time.time() - workload_t0, _read_counters(net, ports) or [])
             if on_progress is not None and progress is not None:
@@ -210,6 +217,7 @@ def _follow(
         if workload_t0 is not None:
             links.record(time.time() - workload_t0, _read_counters(net, ports) or [])
     finally:
+        monitor.stop()
         links.close()
     return scheduler.returncode
 
@@ -249,6 +257,17 @@ def _account_paths(out_dir: Path, events: list[OcsEvent], elephant_bytes: float)
     eps, ocs = uplink_bytes(pd.read_csv(links_path)) if links_path.exists() else (0, 0)
     add_uplink_totals(out_dir, eps, ocs, len(events))
     add_flow_totals(out_dir, elephant_bytes)
+
+
+def _add_fidelity(out_dir: Path, monitor: FidelityMonitor) -> None:
+    """summary.json's `fidelity`: the verdict on this run and the measures behind it."""
+    summary_path, samples_path = out_dir / "summary.json", out_dir / "fidelity.csv"
+    if not summary_path.exists() or not samples_path.exists():
+        return
+    summary = json.loads(summary_path.read_text())
+    events = pd.read_csv(out_dir / "ocs_events.csv")
+    summary["fidelity"] = fidelity_summary(pd.read_csv(samples_path), events, monitor.cpu_share_of_a_core)
+    summary_path.write_text(json.dumps(summary, indent=2))
 
 
 def _write_ocs_events(net: HybridNetwork, out_dir: Path, t0: float) -> list[OcsEvent]:

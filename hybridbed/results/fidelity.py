@@ -1,0 +1,145 @@
+"""An emulated run's fidelity verdict: was the machine able to carry the network it was told to emulate?
+
+Read from fidelity.csv (the monitor's samples) and ocs_events.csv, so a verdict can be recomputed from any
+run's directory. Three things can go wrong on a small machine, and each has its thresholds here, in one
+place, set from measured runs (docs/network.md, "Reading the fidelity verdict"):
+
+- CPU: the machine runs out of CPU (Open vSwitch's userspace datapath forwards on one core). A sample
+  interval counts as saturated when the machine's CPUs were more than CPU_BUSY_PCT busy on average.
+- Links: a link whose queue stood at both ends of an interval should have sent at its configured rate.
+  A queue may drain and fill again within an interval (TCP backing off), so single intervals fall short on
+  a healthy run too (a tenth of them below 0.9 on the quickstart); the class's median is what shaping
+  that under-delivers moves (0.998-0.999 on healthy quickstart runs, 0.27-0.88 with the datapath starved).
+- Circuits: the dark time of a reconfiguration (controller-measured, from the barrier that confirms its
+  pairs left their circuits to the one that confirms the new circuits) against the configured delay, and
+  the control lag (demand sampled to new circuits forwarding, reported only). At a 10 ms delay a healthy
+  run's dark time is 1.16x the delay at the median and 1.23x at p95 (`hybridbed check` measures it
+  against its [1.0, 1.15] target); with the datapath starved, 9.7x at p95.
+
+`ok`: nothing crossed a threshold; `warn`: usable, with the reasons stated; `invalid`: the run measured
+the machine rather than the policy, and is not a result.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pandas as pd
+
+CPU_BUSY_PCT = 90.0  # an interval above this (all CPUs, averaged) left the emulation no headroom
+CPU_WARN_SHARE = 0.10  # of intervals saturated
+CPU_INVALID_SHARE = 0.50
+LINK_WARN_MEDIAN = 0.95  # a class's median achieved / configured rate over its backlogged intervals
+LINK_INVALID_MEDIAN = 0.85
+MIN_BACKLOGGED_INTERVALS = 10  # fewer, and a class's rates are not judged (too little evidence)
+DARK_P95_WARN = 2.0  # dark time / configured delay: circuits up a whole delay late
+DARK_P95_INVALID = 5.0
+LINK_CLASSES = ("host", "tor-eps", "tor-ocs")
+BACKLOG_MIN_BYTES = 2 * 1514  # a standing queue: two full frames (one may be a packet caught in passing)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    verdict: str  # "ok", "warn" or "invalid"
+    reasons: list[str]
+
+
+def _quantiles(values: pd.Series) -> dict[str, float | int | None]:
+    if values.empty:
+        return {"median": None, "p95": None, "max": None, "count": 0}
+    return {
+        "median": round(float(values.median()), 3),
+        "p95": round(float(values.quantile(0.95)), 3),
+        "max": round(float(values.max()), 3),
+        "count": int(len(values)),
+    }
+
+
+def cpu_measures(samples: pd.DataFrame) -> dict:
+    per_interval = samples.groupby("time_s").cpu_busy_pct.first() if not samples.empty else pd.Series(dtype=float)
+    return {
+        "intervals": int(len(per_interval)),
+        "cpu_busy_share": round(float((per_interval > CPU_BUSY_PCT).mean()), 3) if len(per_interval) else None,
+        "cpu_busy_worst_pct": round(float(per_interval.max()), 1) if len(per_interval) else None,
+    }
+
+
+def backlogged(samples: pd.DataFrame) -> pd.Series:
+    """Link-intervals with a queue of at least BACKLOG_MIN_BYTES standing at both ends."""
+    return samples[["backlog_start_bytes", "backlog_end_bytes"]].min(axis=1) >= BACKLOG_MIN_BYTES
+
+
+def link_measures(samples: pd.DataFrame) -> dict[str, dict]:
+    """Per link class, the achieved / configured ratio over backlogged link-intervals."""
+    measures = {}
+    for link_class in LINK_CLASSES:
+        busy = samples[(samples.link_class == link_class) & backlogged(samples)] if not samples.empty else samples
+        ratio = busy.achieved_mbps / busy.configured_mbps if len(busy) else pd.Series(dtype=float)
+        measures[link_class] = {
+            "backlogged_intervals": int(len(ratio)),
+            "ratio_median": round(float(ratio.median()), 3) if len(ratio) else None,
+            "ratio_p5": round(float(ratio.quantile(0.05)), 3) if len(ratio) else None,
+        }
+    return measures
+
+
+def circuit_measures(ocs_events: pd.DataFrame) -> dict:
+    """Dark time over the configured delay, for reconfigurations that lit a new circuit after a delay, and the
+    control lag (demand sampled, or circuits asked for, to new circuits forwarding) in ms, for all."""
+    if ocs_events.empty:
+        none = _quantiles(pd.Series(dtype=float))
+        return {"dark_time_ratio": none, "control_lag_ms": none}
+    lit = ocs_events[ocs_events.apply(_lights_a_circuit, axis=1) & (ocs_events.configured_delay_ms > 0)]
+    dark = (lit.dark_until_s - lit.dark_from_s) * 1000 / lit.configured_delay_ms
+    lag = (ocs_events.dark_until_s - ocs_events.requested_s) * 1000
+    return {"dark_time_ratio": _quantiles(dark), "control_lag_ms": _quantiles(lag)}
+
+
+def _lights_a_circuit(event: pd.Series) -> bool:
+    def pairs(circuits: str) -> set[tuple]:
+        return {tuple(sorted(c.items())) for c in json.loads(circuits)}
+
+    return bool(pairs(event.circuits_after) - pairs(event.circuits_before))
+
+
+def judge(cpu: dict, links: dict[str, dict], circuits: dict) -> Verdict:
+    """The verdict and its reasons from the measures (thresholds above)."""
+    invalid, warn = [], []
+    share = cpu.get("cpu_busy_share")
+    if share is not None and share > CPU_INVALID_SHARE:
+        invalid.append(f"CPUs above {CPU_BUSY_PCT:g}% busy in {share:.0%} of intervals (limit {CPU_INVALID_SHARE:.0%})")
+    elif share is not None and share > CPU_WARN_SHARE:
+        warn.append(f"CPUs above {CPU_BUSY_PCT:g}% busy in {share:.0%} of intervals (limit {CPU_WARN_SHARE:.0%})")
+    for link_class, m in links.items():
+        if m["backlogged_intervals"] < MIN_BACKLOGGED_INTERVALS:
+            continue
+        said = f"{link_class} links sent {m['ratio_median']:g} of their configured rate while backlogged (median)"
+        if m["ratio_median"] < LINK_INVALID_MEDIAN:
+            invalid.append(f"{said}, below {LINK_INVALID_MEDIAN:g}")
+        elif m["ratio_median"] < LINK_WARN_MEDIAN:
+            warn.append(f"{said}, below {LINK_WARN_MEDIAN:g}")
+    dark = circuits["dark_time_ratio"]
+    if dark["count"]:
+        said = f"dark time {dark['p95']:g}x the configured delay at p95"
+        if dark["p95"] > DARK_P95_INVALID:
+            invalid.append(f"{said}, above {DARK_P95_INVALID:g}")
+        elif dark["p95"] > DARK_P95_WARN:
+            warn.append(f"{said}, above {DARK_P95_WARN:g}")
+    if invalid:
+        return Verdict("invalid", invalid + warn)
+    return Verdict("warn", warn) if warn else Verdict("ok", [])
+
+
+def fidelity_summary(samples: pd.DataFrame, ocs_events: pd.DataFrame, monitor_cpu_share: float | None) -> dict:
+    """summary.json's `fidelity` object."""
+    cpu, links, circuits = cpu_measures(samples), link_measures(samples), circuit_measures(ocs_events)
+    verdict = judge(cpu, links, circuits)
+    return {
+        "verdict": verdict.verdict,
+        "reasons": verdict.reasons,
+        **cpu,
+        "links": links,
+        **circuits,
+        "monitor_cpu_share": None if monitor_cpu_share is None else round(monitor_cpu_share, 4),
+    }

@@ -1,0 +1,165 @@
+"""The fidelity monitor: beside every emulated run, samples what the machine and the shaped links actually
+did, cheaply (counters, never packets), into fidelity.csv.
+
+Every SAMPLE_INTERVAL_S it reads the machine's CPU use (psutil) and the traffic-control statistics of every
+shaped switch port in the run's namespace (one `tc -s -j qdisc show`): bytes sent, the queue standing at
+that moment and drops. A link whose queue stood at both ends of an interval was busy all along, so what it
+sent then is what it could send: its achieved rate over its configured rate says whether the shaping held.
+Switch ports are the one end of every link the run's namespace holds: a ToR's port to a host carries the
+host link's downward direction, a ToR's EPS and OCS ports the uplinks, the EPS and OCS ports the downlinks.
+
+The monitor counts its own cost (its thread's CPU and that of every `tc` it runs) so that a run can say
+what watching it took.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from hybridbed.config.addressing import FabricPlan
+from hybridbed.config.fabric import FabricSpec
+
+SAMPLE_INTERVAL_S = 0.5  # a link's queue must stand at both ends of an interval: short enough to catch bursts
+FIDELITY_FIELDS = [
+    "time_s",
+    "interval_s",
+    "cpu_busy_pct",
+    "link",
+    "link_class",
+    "configured_mbps",
+    "achieved_mbps",
+    "backlog_start_bytes",
+    "backlog_end_bytes",
+    "drops",
+]
+
+
+@dataclass(frozen=True)
+class ShapedPort:
+    interface: str  # Mininet's name for switch port p: `<switch>-eth<p>`
+    link_class: str  # "host", "tor-eps" or "tor-ocs"
+    configured_mbps: float
+
+
+@dataclass(frozen=True)
+class QdiscCounters:
+    bytes_sent: int
+    backlog_bytes: int
+    drops: int
+
+
+def shaped_ports(fabric: FabricSpec) -> list[ShapedPort]:
+    """Every shaped switch port of the fabric, with the class of its link and the rate it is shaped to."""
+    plan = FabricPlan(fabric)
+    ports = []
+    for rack in range(plan.racks):
+        tor = plan.tor_name(rack)
+        ports += [
+            ShapedPort(f"{tor}-eth{plan.host(rack, h).tor_port}", "host", fabric.host_rate_mbps)
+            for h in range(plan.hosts_per_rack)
+        ]
+        ports.append(ShapedPort(f"{tor}-eth{plan.tor_eps_port}", "tor-eps", fabric.eps_uplink_mbps))
+        ports.append(ShapedPort(f"eps-eth{plan.eps_port(rack)}", "tor-eps", fabric.eps_uplink_mbps))
+        for k in range(plan.ocs_ports_per_tor):
+            ports.append(ShapedPort(f"{tor}-eth{plan.tor_ocs_port(k)}", "tor-ocs", fabric.ocs_rate_mbps))
+            ports.append(ShapedPort(f"ocs-eth{plan.ocs_port(rack, k)}", "tor-ocs", fabric.ocs_rate_mbps))
+    return ports
+
+
+def parse_qdiscs(tc_json: str) -> dict[str, QdiscCounters]:
+    """The root qdisc's counters per interface from `tc -s -j qdisc show` (HTB's root sums its children)."""
+    counters = {}
+    for qdisc in json.loads(tc_json):
+        if qdisc.get("root"):
+            counters[qdisc["dev"]] = QdiscCounters(
+                int(qdisc.get("bytes", 0)), int(qdisc.get("backlog", 0)), int(qdisc.get("drops", 0))
+            )
+    return counters
+
+
+class FidelityMonitor:
+    """Samples into `path` from start() until stop(); times are seconds after `origin_unix`. Must be started
+    from a thread inside the run's network namespace (its thread, and the `tc` it runs, inherit it)."""
+
+    def __init__(self, fabric: FabricSpec, path: Path, interval_s: float = SAMPLE_INTERVAL_S):
+        self.ports = {p.interface: p for p in shaped_ports(fabric)}
+        self.path = path
+        self.interval_s = interval_s
+        self.own_cpu_s = 0.0  # the sampling thread's CPU and its tc processes'
+        self.watched_s = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._origin = 0.0
+
+    def start(self, origin_unix: float) -> None:
+        self._origin = origin_unix
+        self._thread = threading.Thread(target=self._run, name="fidelity-monitor", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Take the last sample and stop (idempotent)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    @property
+    def cpu_share_of_a_core(self) -> float:
+        """The monitor's own cost: CPU seconds per second watched."""
+        return self.own_cpu_s / self.watched_s if self.watched_s else 0.0
+
+    def _read_qdiscs(self) -> dict[str, QdiscCounters]:
+        proc = subprocess.Popen(["tc", "-s", "-j", "qdisc", "show"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        out = proc.stdout.read() if proc.stdout else b""
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.stdout:
+            proc.stdout.close()
+        self.own_cpu_s += usage.ru_utime + usage.ru_stime
+        return parse_qdiscs(out.decode()) if proc.returncode == 0 else {}
+
+    def _run(self) -> None:
+        thread_cpu, started = time.thread_time(), time.monotonic()
+        psutil.cpu_percent(interval=None)  # opens the first interval
+        before, before_t = self._read_qdiscs(), time.time()
+        with self.path.open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=FIDELITY_FIELDS)
+            writer.writeheader()
+            while True:
+                stopping = self._stop.wait(self.interval_s)
+                now_counters, now_t = self._read_qdiscs(), time.time()
+                cpu = psutil.cpu_percent(interval=None)
+                seconds = now_t - before_t
+                for interface, port in self.ports.items():
+                    a, b = before.get(interface), now_counters.get(interface)
+                    if a is None or b is None or seconds <= 0:
+                        continue
+                    writer.writerow(
+                        {
+                            "time_s": round(now_t - self._origin, 3),
+                            "interval_s": round(seconds, 3),
+                            "cpu_busy_pct": cpu,
+                            "link": interface,
+                            "link_class": port.link_class,
+                            "configured_mbps": port.configured_mbps,
+                            "achieved_mbps": round((b.bytes_sent - a.bytes_sent) * 8 / seconds / 1e6, 4),
+                            "backlog_start_bytes": a.backlog_bytes,
+                            "backlog_end_bytes": b.backlog_bytes,
+                            "drops": b.drops - a.drops,
+                        }
+                    )
+                f.flush()
+                before, before_t = now_counters, now_t
+                if stopping:
+                    break
+        self.own_cpu_s += time.thread_time() - thread_cpu
+        self.watched_s = time.monotonic() - started

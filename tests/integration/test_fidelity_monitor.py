@@ -1,0 +1,86 @@
+"""Every emulated run judges its own fidelity: a normal quickstart run comes out `ok`, the same run with Open
+vSwitch's datapath starved of CPU (a CPU quota on its cgroup, as a loaded machine would) does not."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hybridbed.testbed.runs import STATE_ROOT, RunManifest
+
+REPO = Path(__file__).resolve().parents[2]
+STARVED_CORES = 0.15  # of one core, for ovs-vswitchd: it forwards every packet of the run
+
+
+def run_quickstart(out: Path, starve: bool) -> dict:
+    known = set(STATE_ROOT.glob("*/manifest.json")) if STATE_ROOT.exists() else set()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hybridbed.cli",
+            "run",
+            str(REPO / "scenarios" / "quickstart.yaml"),
+            "--policy",
+            "jobpacker",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    starved = None
+    try:
+        if starve:
+            starved = _starve_datapath(proc, known)
+        _, stderr = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait()
+        if starved is not None:
+            starved.rmdir()
+    assert proc.returncode == 0, stderr[-2000:]
+    return json.loads((out / "summary.json").read_text())
+
+
+def _starve_datapath(proc: subprocess.Popen, known: set[Path]) -> Path:
+    """Move the run's ovs-vswitchd into a CPU cgroup of its own with a quota of STARVED_CORES."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        for manifest_path in set(STATE_ROOT.glob("*/manifest.json")) - known:
+            manifest = RunManifest.load(manifest_path)
+            vswitchd = [p.pid for p in manifest.processes if p.role == "ovs-vswitchd"]
+            if vswitchd and manifest.status == "running":
+                cgroup = Path("/sys/fs/cgroup/cpu") / f"hybridbed-test-starved-{manifest.run_id}"
+                cgroup.mkdir()
+                (cgroup / "cpu.cfs_period_us").write_text("100000")
+                (cgroup / "cpu.cfs_quota_us").write_text(str(int(STARVED_CORES * 100000)))
+                (cgroup / "cgroup.procs").write_text(str(vswitchd[0]))
+                return cgroup
+        time.sleep(0.2)
+    pytest.fail("the run's ovs-vswitchd never appeared in its manifest")
+
+
+def test_a_normal_run_is_ok_and_says_what_it_measured(tmp_path):
+    summary = run_quickstart(tmp_path / "normal", starve=False)
+    fidelity = summary["fidelity"]
+    assert fidelity["verdict"] == "ok", fidelity["reasons"]
+    assert fidelity["links"]["tor-eps"]["backlogged_intervals"] >= 10  # the EPS uplinks were the bottleneck
+    assert 0.95 <= fidelity["links"]["tor-eps"]["ratio_median"] <= 1.05
+    assert fidelity["dark_time_ratio"]["count"] > 0 and fidelity["control_lag_ms"]["median"] >= 10.0
+    assert 0 < fidelity["monitor_cpu_share"] < 0.05
+    assert (tmp_path / "normal" / "fidelity.csv").stat().st_size > 0
+
+
+def test_a_run_whose_datapath_is_starved_of_cpu_is_not_ok(tmp_path):
+    summary = run_quickstart(tmp_path / "starved", starve=True)
+    fidelity = summary["fidelity"]
+    assert fidelity["verdict"] in ("warn", "invalid")
+    assert fidelity["reasons"]

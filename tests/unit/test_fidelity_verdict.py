@@ -1,0 +1,114 @@
+"""The run's fidelity verdict from the monitor's samples and the OCS events (pure logic), and what the monitor
+reads: the shaped ports of a fabric and tc's qdisc statistics."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from hybridbed.config.fabric import FabricSpec
+from hybridbed.controller.events import OcsEvent
+from hybridbed.results.fidelity import BACKLOG_MIN_BYTES, fidelity_summary
+from hybridbed.testbed.fidelity_monitor import parse_qdiscs, shaped_ports
+
+QUEUE = 4 * BACKLOG_MIN_BYTES
+
+
+def samples(ratios: dict[str, list[float]], cpu: list[float], queue: int = QUEUE) -> pd.DataFrame:
+    rows = []
+    for i, busy in enumerate(cpu):
+        for link_class, values in ratios.items():
+            rows.append(
+                {
+                    "time_s": 0.5 * (i + 1),
+                    "interval_s": 0.5,
+                    "cpu_busy_pct": busy,
+                    "link": f"{link_class}-link",
+                    "link_class": link_class,
+                    "configured_mbps": 2.0,
+                    "achieved_mbps": 2.0 * values[i % len(values)],
+                    "backlog_start_bytes": queue,
+                    "backlog_end_bytes": queue,
+                    "drops": 0,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def events(dark_ms: list[float], delay_ms: float = 10.0) -> pd.DataFrame:
+    rows, before = [], []
+    for seq, dark in enumerate(dark_ms):
+        after = [{"src_rack": seq % 3, "dst_rack": (seq + 1) % 3, "src_port": 0, "dst_port": 0}]
+        t = float(seq)
+        rows.append(
+            OcsEvent(seq, "periodic", t - 0.005, t, t + dark / 1000, t + dark / 1000, delay_ms, before, after).csv_row()
+        )
+        before = after
+    return pd.DataFrame(rows)
+
+
+def test_a_healthy_run_is_ok_although_single_intervals_fall_short():
+    healthy = samples({"tor-eps": [1.0, 0.999, 1.001, 0.6, 1.0, 0.998, 1.0, 0.45, 1.0, 1.0]}, cpu=[40.0] * 40)
+    fidelity = fidelity_summary(healthy, events([11.6, 11.4, 12.3]), monitor_cpu_share=0.006)
+    assert fidelity["verdict"] == "ok" and fidelity["reasons"] == []
+    assert fidelity["links"]["tor-eps"]["ratio_median"] == 1.0 and fidelity["links"]["tor-eps"]["ratio_p5"] < 0.6
+    assert fidelity["dark_time_ratio"]["median"] == 1.16 and fidelity["control_lag_ms"]["median"] == 16.6
+    assert fidelity["cpu_busy_share"] == 0.0 and fidelity["monitor_cpu_share"] == 0.006
+
+
+def test_under_delivering_links_make_a_run_warn_or_invalid():
+    slow = fidelity_summary(samples({"tor-eps": [0.92]}, cpu=[40.0] * 20), events([]), None)
+    assert slow["verdict"] == "warn" and "tor-eps links sent 0.92" in slow["reasons"][0]
+    starved = fidelity_summary(samples({"host": [0.3], "tor-eps": [0.92]}, cpu=[40.0] * 20), events([]), None)
+    assert starved["verdict"] == "invalid" and len(starved["reasons"]) == 2  # the invalid reason, then the warning
+
+
+def test_too_few_backlogged_intervals_are_not_judged_and_short_queues_are_not_backlog():
+    few = fidelity_summary(samples({"host": [0.3]}, cpu=[40.0] * 9), events([]), None)
+    assert few["verdict"] == "ok" and few["links"]["host"]["backlogged_intervals"] == 9
+    passing = fidelity_summary(samples({"host": [0.3]}, cpu=[40.0] * 20, queue=1514), events([]), None)
+    assert passing["links"]["host"]["backlogged_intervals"] == 0  # one packet caught in passing
+
+
+def test_a_busy_machine_and_late_circuits_are_named():
+    busy = fidelity_summary(samples({"tor-eps": [1.0]}, cpu=[95.0] * 3 + [50.0] * 7), events([]), None)
+    assert busy["verdict"] == "warn" and busy["cpu_busy_share"] == 0.3 and busy["cpu_busy_worst_pct"] == 95.0
+    saturated = fidelity_summary(samples({"tor-eps": [1.0]}, cpu=[95.0] * 6 + [50.0] * 4), events([]), None)
+    assert saturated["verdict"] == "invalid"
+    late = fidelity_summary(samples({}, cpu=[10.0]), events([11.0] * 17 + [25.0] * 3), None)
+    assert late["verdict"] == "warn" and "dark time" in late["reasons"][0]
+    very_late = fidelity_summary(samples({}, cpu=[10.0]), events([11.0] * 17 + [97.0] * 3), None)
+    assert very_late["verdict"] == "invalid"
+
+
+def test_an_unchanged_or_emptied_configuration_has_no_dark_time():
+    dark = events([12.0])
+    emptied = dark.iloc[0].to_dict() | {
+        "seq": 1,
+        "circuits_before": dark.iloc[0].circuits_after,
+        "circuits_after": "[]",
+    }
+    fidelity = fidelity_summary(samples({}, cpu=[10.0]), pd.DataFrame([dark.iloc[0].to_dict(), emptied]), None)
+    assert fidelity["dark_time_ratio"]["count"] == 1 and fidelity["control_lag_ms"]["count"] == 2
+
+
+def test_every_link_end_in_the_run_namespace_is_watched_at_its_rate():
+    fabric = FabricSpec(racks=3, hosts_per_rack=2, host_rate_mbps=10, oversubscription=10, ocs_rate_mbps=20)
+    ports = {p.interface: (p.link_class, p.configured_mbps) for p in shaped_ports(fabric)}
+    assert ports["tor0-eth1"] == ("host", 10) and ports["tor2-eth2"] == ("host", 10)
+    assert ports["tor1-eth3"] == ("tor-eps", 2) and ports["eps-eth2"] == ("tor-eps", 2)
+    assert ports["tor1-eth4"] == ("tor-ocs", 20) and ports["ocs-eth2"] == ("tor-ocs", 20)
+    assert len(ports) == 3 * (2 + 2 + 2)
+    assert {p.link_class for p in shaped_ports(fabric.model_copy(update={"variant": "f-eps"}))} == {"host", "tor-eps"}
+
+
+def test_the_root_qdisc_of_every_interface_is_read():
+    tc = [
+        {"kind": "htb", "handle": "5:", "dev": "tor0-eth3", "root": True, "bytes": 9000, "backlog": 3028, "drops": 2},
+        {"kind": "pfifo", "handle": "10:", "dev": "tor0-eth3", "parent": "5:1", "bytes": 9000, "backlog": 3028},
+        {"kind": "noqueue", "handle": "0:", "dev": "lo", "root": True, "bytes": 0, "backlog": 0, "drops": 0},
+    ]
+    counters = parse_qdiscs(json.dumps(tc))
+    assert counters["tor0-eth3"].bytes_sent == 9000 and counters["tor0-eth3"].backlog_bytes == 3028
+    assert counters["tor0-eth3"].drops == 2 and set(counters) == {"tor0-eth3", "lo"}
