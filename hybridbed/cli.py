@@ -273,7 +273,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"makespan {summary['makespan_s']:.1f} s, median JCT {summary['jct_median_s']:.1f} s, "
         f"p95 JCT {summary['jct_p95_s']:.1f} s; results in {out}"
     )
+    if (fidelity := summary.get("fidelity")) is not None:
+        console.print(_fidelity_line(fidelity["verdict"], fidelity["reasons"]))
     return 0
+
+
+def _fidelity_line(verdict: str, reasons: list[str]) -> str:
+    """A run's fidelity verdict as the console says it (docs/network.md explains how to read it)."""
+    colour = {"ok": "green", "warn": "yellow"}.get(verdict, "red")
+    return f"fidelity: [{colour}]{verdict}[/{colour}]" + (": " + "; ".join(reasons) if reasons else "")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -330,7 +338,7 @@ def _print_comparison(table, baseline: str, title: str, out: Console | None = No
     """Measures as rows, setups as columns, with the ratios to the baseline: 80 columns hold four setups."""
     from rich import box
 
-    from hybridbed.results.comparison_table import LEGEND, comparison_table
+    from hybridbed.results.comparison_table import LEGEND, comparison_table, fidelity_notes
 
     view = comparison_table(table, baseline)
     printed = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), title_justify="left")
@@ -342,6 +350,8 @@ def _print_comparison(table, baseline: str, title: str, out: Console | None = No
     out = out or Console()
     out.print(printed)
     out.print(LEGEND.format(baseline=baseline), style="dim")
+    for setup, verdict, reasons in fidelity_notes(table):
+        out.print(f"{setup} " + _fidelity_line(verdict, [reasons] if reasons else []))
 
 
 def cmd_results(args: argparse.Namespace) -> int:
@@ -355,10 +365,13 @@ def cmd_results(args: argparse.Namespace) -> int:
         console.print(f"no runs or comparisons under {args.dir}")
         return 0
     table = Table(title=f"results under {args.dir}, newest first", box=None, padding=(0, 1), title_justify="left")
-    for column in ("finished", "scenario", "backend", "makespan s per setup", "status", "path"):
+    for column in ("finished", "scenario", "backend", "makespan s per setup (fidelity)", "status", "path"):
         table.add_column(column, overflow="fold")  # names and paths whole, over two lines if need be
     for e in entries:
-        makespans = ", ".join(f"{s} {m:.1f}" if m is not None else f"{s} -" for s, m in e.makespans_s.items())
+        makespans = ", ".join(
+            (f"{s} {m:.1f}" if m is not None else f"{s} -") + (f" ({e.verdicts[s]})" if e.verdicts.get(s) else "")
+            for s, m in e.makespans_s.items()
+        )
         finished = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.finished_unix))
         table.add_row(finished, e.scenario, e.backend, makespans, e.status, e.path)
     Console().print(table)

@@ -53,6 +53,8 @@ COLUMNS = [
     "deadline_throughput_per_min",
     "cores_allocated_mean",
     "jobs_done",
+    "fidelity",
+    "fidelity_reasons",
 ]
 
 
@@ -92,6 +94,12 @@ def compare(
             summary = run_backend(setup_scenario(scenario, setup), run_dir, _progress_of(setup, on_progress))
         except RunFailed as err:
             summary = {"status": f"failed: {err}"}
+        fidelity = summary.get("fidelity") or {}
+        summary = {
+            **summary,
+            "fidelity": fidelity.get("verdict"),
+            "fidelity_reasons": "; ".join(fidelity.get("reasons", [])),
+        }
         rows.append({"setup": setup, **{k: summary.get(k) for k in COLUMNS[1:] if k not in RELATIVE}})
         if (run_dir / "jobs.csv").exists():
             jcts[setup] = pd.read_csv(run_dir / "jobs.csv")["jct_s"]

@@ -46,7 +46,8 @@ MEASURES = [
 LEGEND = (
     "x base: ratio to the baseline setup ({baseline}). x-rack: between racks. on OCS: share of the bytes that "
     "rode a circuit. elephant aggregates: (job, rack pair) shuffles at or above the elephant threshold. "
-    "order violations: DAG stages started before their parents were done."
+    "order violations: DAG stages started before their parents were done. fidelity verdict: whether the emulation "
+    "carried the network as configured (ok, warn, invalid: not a result; docs/network.md)."
 )
 BYTE_UNITS = [(1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1.0, "B")]
 
@@ -65,6 +66,8 @@ def comparison_table(table: pd.DataFrame, baseline: str) -> pd.DataFrame:
     out. `table` is comparison.csv's content; the ratios are to `baseline`'s row, when it ran."""
     by_setup = table.set_index("setup")
     rows: dict[str, list[str]] = {"status": [str(s) if str(s) == "done" else str(s)[:40] for s in by_setup.status]}
+    if "fidelity" in by_setup and any(isinstance(v, str) for v in by_setup.fidelity):
+        rows["fidelity verdict"] = [v if isinstance(v, str) else "-" for v in by_setup.fidelity]
     for m in MEASURES:
         if m.column not in by_setup:
             continue
@@ -95,11 +98,23 @@ def _seconds(value: float | None, base: float | None) -> str:
     return f"{value:.1f}"
 
 
+def fidelity_notes(table: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """(setup, verdict, reasons) of every setup whose emulated run was not judged `ok`."""
+    if "fidelity" not in table:
+        return []
+    return [
+        (str(row.setup), row.fidelity, str(row.fidelity_reasons or ""))
+        for row in table.itertuples()
+        if isinstance(row.fidelity, str) and row.fidelity != "ok"
+    ]
+
+
 def write_comparison_table(table: pd.DataFrame, baseline: str, out_dir: Path) -> pd.DataFrame:
     """comparison_table.csv and comparison_table.md in out_dir; returns the table."""
     view = comparison_table(table, baseline)
     view.to_csv(out_dir / "comparison_table.csv", index_label="measure")
+    notes = "".join(f"\n- {setup}: fidelity {verdict}: {reasons}" for setup, verdict, reasons in fidelity_notes(table))
     (out_dir / "comparison_table.md").write_text(
-        view.to_markdown(tablefmt="github") + "\n\n" + LEGEND.format(baseline=baseline) + "\n"
+        view.to_markdown(tablefmt="github") + "\n\n" + LEGEND.format(baseline=baseline) + "\n" + notes + "\n"
     )
     return view

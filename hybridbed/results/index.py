@@ -22,6 +22,7 @@ class ResultEntry:
     setups: list[str]
     status: str  # "done" when every setup is; else what went wrong first
     makespans_s: dict[str, float | None]
+    verdicts: dict[str, str | None]  # each emulated setup's fidelity verdict (None: simulated, or not recorded)
     finished_unix: float  # when its summary or comparison was written
 
     def as_dict(self) -> dict:
@@ -47,6 +48,7 @@ def _run(directory: Path) -> ResultEntry:
         [policy],
         str(summary.get("status", "?")),
         {policy: summary.get("makespan_s")},
+        {policy: (summary.get("fidelity") or {}).get("verdict")},
         (directory / "summary.json").stat().st_mtime,
     )
 
@@ -66,6 +68,7 @@ def _comparison(directory: Path) -> ResultEntry:
         setups,
         next((s for s in statuses if s != "done"), "done"),
         makespans,
+        {s: (_read_json(directory / s / "summary.json").get("fidelity") or {}).get("verdict") for s in setups},
         (directory / "comparison.csv").stat().st_mtime,
     )
 

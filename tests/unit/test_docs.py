@@ -20,7 +20,9 @@ def test_the_scenario_reference_is_generated_from_the_current_models():
 
 
 def test_every_field_of_the_reference_says_what_it_is():
-    undescribed = [line for line in scenario_reference().splitlines() if line.startswith("| `") and line.endswith("|  |")]
+    undescribed = [
+        line for line in scenario_reference().splitlines() if line.startswith("| `") and line.endswith("|  |")
+    ]
     assert not undescribed, undescribed
 
 

@@ -11,19 +11,24 @@ from hybridbed.cli import main
 from hybridbed.results.index import find_results
 
 
-def write_run(directory, policy: str, makespan: float | None, status: str = "done", mtime: float = 0.0) -> None:
+def write_run(
+    directory, policy: str, makespan: float | None, status: str = "done", mtime: float = 0.0, verdict: str | None = None
+) -> None:
     directory.mkdir(parents=True)
     (directory / "scenario.json").write_text(
         json.dumps({"name": "quick", "backend": "simulation", "scheduler": {"policy": policy}})
     )
-    (directory / "summary.json").write_text(json.dumps({"status": status, "makespan_s": makespan}))
+    summary = {"status": status, "makespan_s": makespan}
+    if verdict is not None:
+        summary["fidelity"] = {"verdict": verdict, "reasons": []}
+    (directory / "summary.json").write_text(json.dumps(summary))
     os.utime(directory / "summary.json", (mtime, mtime))
 
 
 def test_runs_and_comparisons_are_listed_newest_first(tmp_path, capsys):
     write_run(tmp_path / "old-run", "fair", 60.0, mtime=1_000)
     compared = tmp_path / "quick-compare"
-    write_run(compared / "fair", "fair", 53.3)
+    write_run(compared / "fair", "fair", 53.3, verdict="warn")
     write_run(compared / "jobpacker", "jobpacker", None, status="failed: the scheduler exited")
     pd.DataFrame(
         {"setup": ["fair", "jobpacker"], "status": ["done", "failed: the scheduler exited"], "makespan_s": [53.3, None]}
@@ -34,6 +39,7 @@ def test_runs_and_comparisons_are_listed_newest_first(tmp_path, capsys):
     comparison, run = entries
     assert comparison.setups == ["fair", "jobpacker"] and comparison.makespans_s == {"fair": 53.3, "jobpacker": None}
     assert comparison.status == "failed: the scheduler exited" and comparison.scenario == "quick"
+    assert comparison.verdicts == {"fair": "warn", "jobpacker": None}
     assert run.makespans_s == {"fair": 60.0} and run.backend == "simulation"
     assert find_results(tmp_path / "nowhere") == []
     assert main(["results", str(tmp_path), "--json"]) == 0
