@@ -25,8 +25,9 @@ OCS_EVENT_FIELDS = [
 
 @dataclass(frozen=True)
 class OcsEvent:
-    """Asked for at `requested`; the affected rack pairs left their circuits at `dark_from`; the new circuits
-    carried traffic from `dark_until`; the switches confirmed everything at `done`. Circuits are lists of
+    """Asked for at `requested` (periodic mode: when the demand was sampled); the affected rack pairs were sent
+    off their circuits at `dark_from`; the new circuits carried traffic from `dark_until` (in emulation: when
+    their switches had confirmed it); the switches confirmed everything at `done`. Circuits are lists of
     {src_rack, src_port, dst_rack, dst_port}."""
 
     seq: int

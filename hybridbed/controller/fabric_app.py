@@ -58,6 +58,20 @@ CONF.register_opts(
 )
 
 
+# The hub's sleeps wait in whole milliseconds (epoll), up to one too long: a reconfiguration's wait sleeps
+# until this much before its end and yields to other green threads for the rest.
+SLEEP_SPIN_S = 0.002
+
+
+def _sleep_until(deadline: float) -> None:
+    """Return at `deadline` (unix time), not up to a millisecond after it."""
+    remaining = deadline - time.time()
+    if remaining > SLEEP_SPIN_S:
+        hub.sleep(remaining - SLEEP_SPIN_S)
+    while time.time() < deadline:
+        hub.sleep(0)
+
+
 class HybridFabricController(app_manager.OSKenApp):
     OFP_VERSIONS = [ofproto_v1_3.OFP_VERSION]
 
@@ -129,6 +143,10 @@ class HybridFabricController(app_manager.OSKenApp):
     # flow entries ------------------------------------------------------------------------------
     def _send(self, dp, entry: FlowEntry, delete: bool = False) -> None:
         """Add the entry to the switch, or delete it (strictly: same priority and match)."""
+        dp.send_msg(self._flow_mod(dp, entry, delete))
+
+    @staticmethod
+    def _flow_mod(dp, entry: FlowEntry, delete: bool = False):
         ofp, parser = dp.ofproto, dp.ofproto_parser
         match = parser.OFPMatch(**entry.match_fields())
         if delete:
@@ -144,7 +162,7 @@ class HybridFabricController(app_manager.OSKenApp):
             actions = [parser.OFPActionOutput(entry.out_port)]
             inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
             msg = parser.OFPFlowMod(dp, cookie=entry.cookie, priority=entry.priority, match=match, instructions=inst)
-        dp.send_msg(msg)
+        return msg
 
     def _delete_all_flows(self, dp) -> None:
         ofp, parser = dp.ofproto, dp.ofproto_parser
@@ -168,31 +186,39 @@ class HybridFabricController(app_manager.OSKenApp):
                 return None
             requested = time.time() if requested is None else requested
             unsteer, steer = steering_changes(before, target)
-            tors = {self.plan.tor_dpid(a) for a, _ in list(unsteer) + list(steer)}
-
-            for (a, b), port in unsteer.items():
-                self._send(
-                    self.datapaths[self.plan.tor_dpid(a)], steering_entry(self.plan, self.ocs, a, b, port), delete=True
-                )
-            self._barriers(tors & set(self.datapaths))
-            # the affected pairs left their circuits at the unsteer barrier: the dark time counts from there
+            # The dark time runs from the moment the ToRs are told to move the affected pairs off their circuits
+            # to the moment they are told to steer onto the new ones: both take a switch the same time to apply,
+            # so the pairs are off circuits for the configured delay. (Counted from the unsteer barrier's
+            # reply, it would also hold the reply's way back, which the switch had already acted on.)
+            darkens = [
+                (dp, self._flow_mod(dp, steering_entry(self.plan, self.ocs, a, b, port), delete=True))
+                for (a, b), port in unsteer.items()
+                if (dp := self.datapaths.get(self.plan.tor_dpid(a))) is not None
+            ]
             dark_from = time.time()
+            for dp, flow_mod in darkens:
+                dp.send_msg(flow_mod)
+            # no packet of a pair may reach the OCS once its circuit is rewired: the ToRs confirm first
+            self._barriers({self.plan.tor_dpid(a) for a, _ in unsteer} & set(self.datapaths))
             ocs = self.datapaths[OCS_DPID]
             for circuit in removed:
                 self._send(ocs, circuit_entry(self.plan, circuit), delete=True)
             self._barrier(ocs)
             self.circuits = target  # from here on a (re)connecting switch gets the new configuration
+            # The new circuits and the steering onto them go out together once the delay is over, built before
+            # it as the unsteering was, so that only sending is timed. (A circuit set up early would carry what
+            # a ToR's datapath still sends by a cached flow the unsteering has not yet reached: to the wrong rack.)
+            lights = [(ocs, self._flow_mod(ocs, circuit_entry(self.plan, circuit))) for circuit in added] + [
+                (dp, self._flow_mod(dp, steering_entry(self.plan, self.ocs, a, b, port)))
+                for (a, b), port in steer.items()
+                if (dp := self.datapaths.get(self.plan.tor_dpid(a))) is not None
+            ]
             if added:
-                hub.sleep(max(0.0, self.ocs.reconfig_delay_ms / 1000.0 - (time.time() - dark_from)))
-                for circuit in added:
-                    self._send(ocs, circuit_entry(self.plan, circuit))
-            # steering back goes out right behind the circuits (not a barrier later), so both land together
-            for (a, b), port in steer.items():
-                self._send(self.datapaths[self.plan.tor_dpid(a)], steering_entry(self.plan, self.ocs, a, b, port))
-            self._barrier(ocs)
-            dark_until = time.time()
-            self._barriers(tors & set(self.datapaths))
-            done = time.time()
+                _sleep_until(dark_from + self.ocs.reconfig_delay_ms / 1000.0)
+            for dp, flow_mod in lights:
+                dp.send_msg(flow_mod)
+            self._barriers({dp.id for dp, _ in lights})
+            dark_until = done = time.time()
             event = OcsEvent(
                 len(self.reconfig_events),
                 reason,

@@ -10,11 +10,11 @@ place, set from measured runs (docs/network.md, "Reading the fidelity verdict"):
   A queue may drain and fill again within an interval (TCP backing off), so single intervals fall short on
   a healthy run too (a tenth of them below 0.9 on the quickstart); the class's median is what shaping
   that under-delivers moves (0.998-0.999 on healthy quickstart runs, 0.27-0.88 with the datapath starved).
-- Circuits: the dark time of a reconfiguration (controller-measured, from the barrier that confirms its
-  pairs left their circuits to the one that confirms the new circuits) against the configured delay, and
-  the control lag (demand sampled to new circuits forwarding, reported only). At a 10 ms delay a healthy
-  run's dark time is 1.16x the delay at the median and 1.23x at p95 (`hybridbed check` measures it
-  against its [1.0, 1.15] target); with the datapath starved, 9.7x at p95.
+- Circuits: the dark time of a reconfiguration (controller-measured, from sending the unsteering to the
+  barriers that confirm the new circuits: an upper bound on what packets see) against the configured delay,
+  and the control lag (demand sampled to new circuits forwarding, reported only). At a 10 ms delay a
+  healthy run's dark time is 1.11x the delay at the median and 1.17x at p95 (`hybridbed check` measures
+  the packets); with the datapath starved, 9.7x at p95.
 
 `ok`: nothing crossed a threshold; `warn`: usable, with the reasons stated; `invalid`: the run measured
 the machine rather than the policy, and is not a result.

@@ -23,6 +23,9 @@ IPERF_BASE_PORT = 5201
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
 PROBE_UDP_PORT = 9999
+# Between two probes of the delivery-gap stream (alternating between its two targets): each end of a
+# measured gap is late by up to twice this, so it must be small beside the delays measured (10 ms and up).
+PROBE_RESOLUTION_S = 0.0001
 CHECK_MIN_RACKS = 3  # the reconfiguration probe moves rack 0's circuit from rack 1 to rack 2
 SO_TIMESTAMPNS = 35  # <asm-generic/socket.h>; the socket module does not export it
 TIMESTAMP_CMSG_SPACE = socket.CMSG_SPACE(16)  # struct timespec
@@ -225,7 +228,7 @@ def reconfiguration_gap(net: HybridNetwork) -> tuple[float, OcsEvent]:
         raise ValueError(f"measuring the OCS delivery gap needs at least {CHECK_MIN_RACKS} racks")
     net.controller.set_circuits([{"src_rack": 0, "dst_rack": 1}])
     with OcsPortTap(net, [1, 2]) as tap:
-        stream = udp_probe_stream(net, (0, 0), [(1, 0), (2, 0)], seconds=1.2)
+        stream = udp_probe_stream(net, (0, 0), [(1, 0), (2, 0)], seconds=1.2, interval_s=PROBE_RESOLUTION_S)
         time.sleep(0.5)
         event = net.controller.set_circuits([{"src_rack": 0, "dst_rack": 2}])
         stream.wait()

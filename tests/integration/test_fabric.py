@@ -61,7 +61,9 @@ def test_tcp_goodput_matches_the_configured_rate(clean_circuits, fabric, path):
 def test_reconfiguration_gap_is_the_configured_delay(clean_circuits):
     gap_s, event = probes.reconfiguration_gap(clean_circuits)
     assert event.dark_until - event.dark_from >= RECONFIG_DELAY_MS / 1000
-    assert RECONFIG_DELAY_MS <= gap_s * 1000 <= RECONFIG_DELAY_MS + 15
+    # the gap runs from one switch applying the unsteering to another applying the steering: each end jitters
+    # by a fraction of a millisecond around the configured delay
+    assert RECONFIG_DELAY_MS - 1 <= gap_s * 1000 <= RECONFIG_DELAY_MS + 15
 
 
 def test_flow_moved_to_the_eps_during_reconfiguration_keeps_going(clean_circuits):
