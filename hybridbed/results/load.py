@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-TABLES = ("jobs", "tasks", "flows", "links", "ocs_events", "preemptions", "allocation", "usage", "plan")
+TABLES = ("jobs", "tasks", "flows", "links", "ocs_events", "preemptions", "allocation", "usage", "plan", "fidelity")
 
 
 @dataclass

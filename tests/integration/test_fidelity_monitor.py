@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from hybridbed.results.load import load
 from hybridbed.testbed.runs import STATE_ROOT, RunManifest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -76,7 +77,8 @@ def test_a_normal_run_is_ok_and_says_what_it_measured(tmp_path):
     assert 0.95 <= fidelity["links"]["tor-eps"]["ratio_median"] <= 1.05
     assert fidelity["dark_time_ratio"]["count"] > 0 and fidelity["control_lag_ms"]["median"] >= 10.0
     assert 0 < fidelity["monitor_cpu_share"] < 0.05
-    assert (tmp_path / "normal" / "fidelity.csv").stat().st_size > 0
+    samples = load(tmp_path / "normal").fidelity  # the time series, as a notebook reads it
+    assert set(samples.link_class) == {"host", "tor-eps", "tor-ocs"} and samples.time_s.is_monotonic_increasing
 
 
 def test_a_run_whose_datapath_is_starved_of_cpu_is_not_ok(tmp_path):
