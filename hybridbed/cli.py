@@ -66,6 +66,12 @@ def _fabric_arguments(parser: argparse.ArgumentParser, racks: int | None = None,
         choices=["hybrid", "f-eps", "eps"],
         help="f-eps: no OCS, EPS uplinks at the OCS rate; eps: no OCS, EPS as configured",
     )
+    group.add_argument(
+        "--userspace-tso",
+        action="store_const",
+        const=True,
+        help="Open vSwitch userspace TSO, for rates past the datapath's packet ceiling (docs/network.md)",
+    )
 
 
 def _ocs_arguments(parser: argparse.ArgumentParser) -> None:
@@ -108,6 +114,7 @@ def fabric_from_args(args: argparse.Namespace) -> FabricSpec:
                 "ocs_rate": "ocs_rate_mbps",
                 "ocs_ports": "ocs_ports_per_tor",
                 "variant": "variant",
+                "userspace_tso": "userspace_tso",
             },
         ),
     )

@@ -44,6 +44,11 @@ class FabricSpec(BaseModel):
     variant: Literal["hybrid", "f-eps", "eps"] = Field(
         default="hybrid", description="f-eps: no OCS, EPS uplinks at the OCS rate; eps: no OCS, EPS as configured"
     )
+    userspace_tso: bool = Field(
+        default=False,
+        description="emulation, userspace datapath: Open vSwitch's userspace TSO with segmentation offloads on, "
+        "for rates past the datapath's per-packet ceiling (docs/network.md); below 40 Mb/s it is less faithful",
+    )
 
     def emulation_limits(self) -> list[str]:
         """Why this fabric cannot be emulated (one line per field), or nothing: a shaped link carries at

@@ -26,6 +26,7 @@ class FidelityReport:
     racks: int
     hosts_per_rack: int
     datapath: str
+    userspace_tso: bool
     eps_goodput_ratio: float
     ocs_goodput_ratio: float
     all_to_all_eps_goodput_ratio: float
@@ -123,6 +124,7 @@ def run_check(fabric: FabricSpec, reconfig_delay_ms: float = 50.0, seconds: floa
         racks=fabric.racks,
         hosts_per_rack=fabric.hosts_per_rack,
         datapath=net.datapath,
+        userspace_tso=fabric.userspace_tso and net.datapath == "user",
         eps_goodput_ratio=eps.mbps / eps_expected,
         ocs_goodput_ratio=ocs_ratio,
         all_to_all_eps_goodput_ratio=a2a_eps_ratio,

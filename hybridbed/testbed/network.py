@@ -40,6 +40,9 @@ CONTROLLER_POLL_S = 0.2  # how often the supervisor looks whether the controller
 MAX_CONTROLLER_RESTARTS = 5  # a controller that keeps dying is left dead (its log says why)
 OVS_MAX_BACKOFF_MS = 1000  # a switch's longest wait between attempts to reach its controller (OVS: 8000)
 OFFLOADS_OFF = "tx off rx off tso off gso off gro off"
+# With userspace TSO, Open vSwitch carries the hosts' 64 KB segments (checksums and segmentation left to
+# the kernel at the far end) instead of one packet per MTU; receive offloads stay off.
+OFFLOADS_WITH_TSO = "rx off gro off"
 
 
 class _JoinsRunCgroup(Node):
@@ -157,7 +160,9 @@ class HybridNetwork:
         self.namespace.enter()
 
     def _start_ovs(self) -> None:
-        self.ovs = PrivateOVS(self.record.state_dir / "ovs", preexec=self.cgroup.join_self)
+        self.ovs = PrivateOVS(
+            self.record.state_dir / "ovs", preexec=self.cgroup.join_self, userspace_tso=self._userspace_tso
+        )
         for key, value in self.ovs.env.items():  # Mininet's ovs-vsctl calls inherit the environment
             self._saved_env[key] = os.environ.get(key)
             os.environ[key] = value
@@ -272,19 +277,25 @@ class HybridNetwork:
         if commands:
             subprocess.run(["ovs-vsctl", *commands], check=True, capture_output=True)
 
+    @property
+    def _userspace_tso(self) -> bool:
+        return self.fabric.userspace_tso and self.datapath == "user"
+
     def _configure_interfaces(self) -> None:
-        """Offloads off everywhere (the userspace datapath drops TCP otherwise) and static ARP in hosts."""
+        """Offloads off everywhere (the userspace datapath drops TCP otherwise; with userspace TSO, receive
+        offloads only) and static ARP in hosts."""
+        offloads = OFFLOADS_WITH_TSO if self._userspace_tso else OFFLOADS_OFF
         for host in self.net.hosts:
             neighbours = [
                 f"ip neigh replace {a.ip} lladdr {a.mac} dev {host.defaultIntf()} nud permanent"
                 for a in self.plan.hosts()
                 if a.name != host.name
             ]
-            host.cmd(" ".join(IPV6_OFF), f"; ethtool -K {host.defaultIntf()} {OFFLOADS_OFF}; " + "; ".join(neighbours))
+            host.cmd(" ".join(IPV6_OFF), f"; ethtool -K {host.defaultIntf()} {offloads}; " + "; ".join(neighbours))
         for switch in self.net.switches:
             for intf in switch.intfList():
                 if intf.name != "lo":
-                    subprocess.run(["ethtool", "-K", intf.name, *OFFLOADS_OFF.split()], capture_output=True)
+                    subprocess.run(["ethtool", "-K", intf.name, *offloads.split()], capture_output=True)
 
     # access ------------------------------------------------------------------------------------
     def host(self, rack: int, index: int) -> Host:

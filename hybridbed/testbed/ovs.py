@@ -26,9 +26,10 @@ def kernel_datapath_available() -> bool:
 class PrivateOVS:
     """ovsdb-server and ovs-vswitchd running from `rundir`, started in the caller's network namespace."""
 
-    def __init__(self, rundir: Path, preexec: Callable[[], None]):
+    def __init__(self, rundir: Path, preexec: Callable[[], None], userspace_tso: bool = False):
         self.rundir = rundir
         self._preexec = preexec
+        self.userspace_tso = userspace_tso
         self.processes: dict[str, subprocess.Popen] = {}
 
     @property
@@ -71,6 +72,8 @@ class PrivateOVS:
         )
         self._wait_for(self.rundir / "db.sock", "ovsdb-server")
         self.vsctl("--no-wait", "init")
+        if self.userspace_tso:  # read once, when ovs-vswitchd starts
+            self.vsctl("--no-wait", "set", "Open_vSwitch", ".", "other_config:userspace-tso-enable=true")
         self._spawn(
             "ovs-vswitchd",
             [
