@@ -117,7 +117,7 @@ def _draw_circuits(ax: Axes, run: RunResults, end: float) -> None:
 
 def _draw_utilisation(ax: Axes, utilisation: pd.DataFrame | None, kind: str, racks: int) -> list:
     ax.set_ylabel(f"{kind} uplink, rack")
-    if utilisation is None or utilisation.empty:
+    if utilisation is None or len(utilisation) < 2:  # a single sample opens no interval
         ax.text(
             0.5,
             0.5,

@@ -15,6 +15,7 @@ from hybridbed.controller.events import OcsEvent
 from hybridbed.experiments.comparison import compare
 from hybridbed.experiments.scenarios import load_scenario
 from hybridbed.results.timeline import circuit_timeline, run_end_s, running_by_phase, uplink_utilisation
+from hybridbed.results.timeline_plots import plot_run_timeline
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -105,3 +106,13 @@ def test_a_simulated_comparison_draws_every_setups_timeline_with_links_that_neve
             assert frame.max().max() <= 1.0 + 1e-9
         if fabric.has_ocs:
             assert utilisation["eps"].max().max() > 0.99  # the oversubscribed EPS is the bottleneck at times
+
+
+def test_a_run_that_failed_before_its_first_task_still_gets_a_timeline(tmp_path):
+    (tmp_path / "summary.json").write_text(json.dumps({"status": "failed"}))
+    scenario = {"name": "x", "backend": "emulation", "scheduler": {"policy": "fair"}}
+    (tmp_path / "scenario.json").write_text(json.dumps({**scenario, "fabric": {"racks": 2, "hosts_per_rack": 1}}))
+    one_sample = {"time_s": -0.1, "switch": "tor0", "port": 2, "link": "tor0-eps", "tx_bytes": 0, "rx_bytes": 0}
+    pd.DataFrame([one_sample]).to_csv(tmp_path / "links.csv", index=False)
+    (tmp_path / "tasks.csv").write_text("task_id,job_id,kind,attempt,start_s,finish_s\n")
+    assert plot_run_timeline(tmp_path).stat().st_size > 10_000
