@@ -30,7 +30,7 @@ from hybridbed.results.fidelity import fidelity_summary
 from hybridbed.results.path_accounting import annotate_flows, uplink_bytes
 from hybridbed.results.progress import Progress, read_progress
 from hybridbed.results.records import LinkCounter, LinkCounterLog
-from hybridbed.results.summary import add_flow_totals, add_uplink_totals, mark_status, summarize
+from hybridbed.results.summary import add_flow_totals, add_uplink_totals, mark_status, summarize, update_summary
 from hybridbed.testbed.fidelity_monitor import FidelityMonitor
 from hybridbed.testbed.interrupts import deferred_interrupts
 from hybridbed.testbed.network import HybridNetwork, NetworkStartError
@@ -261,13 +261,12 @@ def _account_paths(out_dir: Path, events: list[OcsEvent], elephant_bytes: float)
 
 def _add_fidelity(out_dir: Path, monitor: FidelityMonitor) -> None:
     """summary.json's `fidelity`: the verdict on this run and the measures behind it."""
-    summary_path, samples_path = out_dir / "summary.json", out_dir / "fidelity.csv"
-    if not summary_path.exists() or not samples_path.exists():
+    samples_path = out_dir / "fidelity.csv"
+    if not (out_dir / "summary.json").exists() or not samples_path.exists():
         return
-    summary = json.loads(summary_path.read_text())
     events = pd.read_csv(out_dir / "ocs_events.csv")
-    summary["fidelity"] = fidelity_summary(pd.read_csv(samples_path), events, monitor.cpu_share_of_a_core)
-    summary_path.write_text(json.dumps(summary, indent=2))
+    fidelity = fidelity_summary(pd.read_csv(samples_path), events, monitor.cpu_share_of_a_core)
+    update_summary(out_dir, {"fidelity": fidelity})
 
 
 def _write_ocs_events(net: HybridNetwork, out_dir: Path, t0: float) -> list[OcsEvent]:

@@ -8,7 +8,6 @@ time), plan.csv, and summary.json at the end, also when the run fails. Times are
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +27,7 @@ from hybridbed.results.records import (
     LinkCounterLog,
     write_plan,
 )
-from hybridbed.results.summary import add_flow_totals, add_uplink_totals, summarize
+from hybridbed.results.summary import add_flow_totals, add_uplink_totals, summarize, update_summary
 from hybridbed.scheduler.core import PolicyError
 from hybridbed.simulator.engine import ResultLogs, Simulation, SimulationTimeout
 from hybridbed.testbed.interrupts import deferred_interrupts
@@ -89,16 +88,14 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
                 out_dir, round(flows.eps_uplink_bytes), round(flows.ocs_uplink_bytes), len(simulation.ocs.events)
             )
             add_flow_totals(out_dir, scenario.scaled_ocs().elephant_threshold_bytes)
-            summary_path = out_dir / "summary.json"
-            summary = json.loads(summary_path.read_text())
-            summary.update(
+            summary = update_summary(
+                out_dir,
                 {
                     "backend": "simulation",
                     "simulated_s": simulation.now,
                     "events": simulation.events,
                     "planning_wall_s": round(planning_s, 3),
                     "wall_s": round(time.perf_counter() - started, 3),
-                }
+                },
             )
-            summary_path.write_text(json.dumps(summary, indent=2))
     return summary

@@ -12,29 +12,33 @@ import numpy as np
 import pandas as pd
 
 
-def add_uplink_totals(out_dir: Path, eps_bytes: int, ocs_bytes: int, reconfigurations: int) -> None:
-    """Put the bytes the ToRs sent up the EPS and the OCS, and the reconfiguration count, into summary.json."""
+def update_summary(out_dir: Path, fields: dict[str, Any]) -> dict:
+    """Add `fields` to the run's summary.json (which must exist); returns the whole summary."""
     path = out_dir / "summary.json"
     summary = json.loads(path.read_text())
-    summary.update(
+    summary.update(fields)
+    path.write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def add_uplink_totals(out_dir: Path, eps_bytes: int, ocs_bytes: int, reconfigurations: int) -> None:
+    """Put the bytes the ToRs sent up the EPS and the OCS, and the reconfiguration count, into summary.json."""
+    update_summary(
+        out_dir,
         {
             "eps_uplink_bytes": eps_bytes,
             "ocs_uplink_bytes": ocs_bytes,
             "all_traffic_ocs_share": ocs_bytes / (eps_bytes + ocs_bytes) if eps_bytes + ocs_bytes else 0.0,
             "reconfigurations": reconfigurations,
-        }
+        },
     )
-    path.write_text(json.dumps(summary, indent=2))
 
 
 def mark_status(out_dir: Path, status: str) -> None:
     """Set summary.json's status, when a run's end is known only to its owner (a user's interrupt: the results
     so far stay, marked as such)."""
-    path = out_dir / "summary.json"
-    if path.exists():
-        summary = json.loads(path.read_text())
-        summary["status"] = status
-        path.write_text(json.dumps(summary, indent=2))
+    if (out_dir / "summary.json").exists():
+        update_summary(out_dir, {"status": status})
 
 
 def add_flow_totals(out_dir: Path, elephant_bytes: float) -> dict:
@@ -59,10 +63,7 @@ def add_flow_totals(out_dir: Path, elephant_bytes: float) -> dict:
         "cross_rack_input_bytes": int(inputs["bytes"].sum()),
         "elephant_aggregates": int((aggregates >= elephant_bytes).sum()),
     }
-    path = out_dir / "summary.json"
-    summary = json.loads(path.read_text())
-    summary.update(totals)
-    path.write_text(json.dumps(summary, indent=2))
+    update_summary(out_dir, totals)
     return totals
 
 
