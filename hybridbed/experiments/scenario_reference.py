@@ -70,6 +70,12 @@ def _nested_model(annotation: Any) -> type[BaseModel] | None:
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
+def _field_row(name: str, field: FieldInfo, what: str | None = None) -> str:
+    """A field's table row; `what` replaces its description (a nested section's link)."""
+    what = what if what is not None else (field.description or "").replace("|", "\\|")
+    return f"| `{name}` | {_type_name(field.annotation)} | {_default(field)} | {_constraints(field)} | {what} |"
+
+
 def _model_tables(model: type[BaseModel], prefix: str) -> list[str]:
     """A table of the model's own fields, then one section per nested model."""
     lines = [
@@ -85,12 +91,8 @@ def _model_tables(model: type[BaseModel], prefix: str) -> list[str]:
         sub = _nested_model(field.annotation)
         if sub is not None:
             nested.append((sub, f"{prefix}.{name}" if prefix else name))
-        what = (field.description or "").replace("|", "\\|")
-        if sub is not None:
-            what = f"see [`{prefix + '.' if prefix else ''}{name}`](#{(prefix + name).replace('.', '').lower()})"
-        lines.append(
-            f"| `{name}` | {_type_name(field.annotation)} | {_default(field)} | {_constraints(field)} | {what} |"
-        )
+        link = f"see [`{prefix + '.' if prefix else ''}{name}`](#{(prefix + name).replace('.', '').lower()})"
+        lines.append(_field_row(name, field, link if sub is not None else None))
     lines.append("")
     for sub, path in nested:
         lines += _model_tables(sub, path)
@@ -109,11 +111,7 @@ def _policy_tables() -> list[str]:
         if params is PolicyParams or not params.model_fields:
             continue
         lines += [f"### `{name}`", "", "| field | type | default | allowed | what |", "|---|---|---|---|---|"]
-        for field_name, field in params.model_fields.items():
-            what = (field.description or "").replace("|", "\\|")
-            lines.append(
-                f"| `{field_name}` | {_type_name(field.annotation)} | {_default(field)} | {_constraints(field)} | {what} |"
-            )
+        lines += [_field_row(field_name, field) for field_name, field in params.model_fields.items()]
         lines.append("")
     return lines
 

@@ -6,11 +6,12 @@ setups are runs in its subdirectories and are listed with it rather than on thei
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
+
+from hybridbed.results.load import read_json
 
 
 @dataclass(frozen=True)
@@ -29,16 +30,9 @@ class ResultEntry:
         return asdict(self)
 
 
-def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-
-
 def _run(directory: Path) -> ResultEntry:
-    summary = _read_json(directory / "summary.json")
-    scenario = _read_json(directory / "scenario.json")
+    summary = read_json(directory / "summary.json")
+    scenario = read_json(directory / "scenario.json")
     policy = (scenario.get("scheduler") or {}).get("policy", "?")
     return ResultEntry(
         "run",
@@ -58,7 +52,7 @@ def _comparison(directory: Path) -> ResultEntry:
     setups = [str(s) for s in table["setup"]]
     statuses = [str(s) for s in table["status"]]
     first_run = next((directory / s for s in setups if (directory / s / "scenario.json").exists()), None)
-    scenario = _read_json(first_run / "scenario.json") if first_run else {}
+    scenario = read_json(first_run / "scenario.json") if first_run else {}
     makespans = {s: (None if pd.isna(m) else float(m)) for s, m in zip(setups, table["makespan_s"])}
     return ResultEntry(
         "comparison",
@@ -68,7 +62,7 @@ def _comparison(directory: Path) -> ResultEntry:
         setups,
         next((s for s in statuses if s != "done"), "done"),
         makespans,
-        {s: (_read_json(directory / s / "summary.json").get("fidelity") or {}).get("verdict") for s in setups},
+        {s: (read_json(directory / s / "summary.json").get("fidelity") or {}).get("verdict") for s in setups},
         (directory / "comparison.csv").stat().st_mtime,
     )
 

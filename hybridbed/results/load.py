@@ -27,6 +27,15 @@ class RunResults:
         raise AttributeError(f"no table {name!r}; tables: {', '.join(TABLES)}")
 
 
+def read_json(path: Path) -> dict:
+    """One of a run's JSON files (summary, scenario, environment), or {} when it is missing or was cut short
+    by a crash: listings and reports go on with what there is."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def load(path: Path | str) -> RunResults:
     """The run in results directory `path` (of `hybridbed run`, or one setup of a comparison)."""
     path = Path(path)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from hybridbed.results.comparison_table import LEGEND, comparison_table
+from hybridbed.results.load import read_json
 from hybridbed.results.timeline_plots import plot_comparison_timelines, plot_run_timeline
 
 COMPARISON_PLOTS = (
@@ -59,7 +60,7 @@ def _comparison_page(results_dir: Path) -> str:
     if not (results_dir / "timelines.png").is_file() and run_dirs:
         plot_comparison_timelines(results_dir, setups)
     first = run_dirs[0] if run_dirs else None
-    scenario = _read_json(first / "scenario.json") if first else {}
+    scenario = read_json(first / "scenario.json") if first else {}
     baseline = scenario.get("compare_baseline") or setups[0]
     plots = [(results_dir / name, caption) for name, caption in COMPARISON_PLOTS]
     return _page(
@@ -69,13 +70,13 @@ def _comparison_page(results_dir: Path) -> str:
         verdicts={setup: _verdict(results_dir / setup) for setup in setups},
         plots=plots,
         scenario=scenario,
-        environment=_read_json(first / "environment.json") if first else {},
+        environment=read_json(first / "environment.json") if first else {},
     )
 
 
 def _run_page(run_dir: Path) -> str:
-    summary = _read_json(run_dir / "summary.json")
-    scenario = _read_json(run_dir / "scenario.json")
+    summary = read_json(run_dir / "summary.json")
+    scenario = read_json(run_dir / "scenario.json")
     setup = scenario.get("scheduler", {}).get("policy", run_dir.name)
     if not (run_dir / "timeline.png").is_file():
         plot_run_timeline(run_dir)
@@ -87,13 +88,13 @@ def _run_page(run_dir: Path) -> str:
         verdicts={setup: _verdict(run_dir)},
         plots=[(run_dir / "timeline.png", "Timeline: circuits, uplink utilisation and tasks per phase")],
         scenario=scenario,
-        environment=_read_json(run_dir / "environment.json"),
+        environment=read_json(run_dir / "environment.json"),
     )
 
 
 def _verdict(run_dir: Path) -> str:
     """A run's fidelity verdict with its reasons, from summary.json."""
-    summary = _read_json(run_dir / "summary.json")
+    summary = read_json(run_dir / "summary.json")
     if summary.get("backend") == "simulation":
         return "simulation (no emulation fidelity to judge)"
     fidelity = summary.get("fidelity")
@@ -101,13 +102,6 @@ def _verdict(run_dir: Path) -> str:
         return "not recorded"
     reasons = "; ".join(str(r) for r in fidelity.get("reasons", []))
     return f"{fidelity.get('verdict', 'not recorded')}" + (f": {reasons}" if reasons else "")
-
-
-def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
 
 
 def _image(path: Path, caption: str) -> str:
