@@ -218,8 +218,8 @@ class SchedulerServer:
                 )
         elif kind == "fetch":
             self._log_flow(message)
-            if message["kind"] == "shuffle":
-                self.core.shuffle_fetched(message["task_id"], message["attempt"], message["source"])
+            for source in message.get("sources", []):  # a shuffle connection: the parent outputs it copied
+                self.core.shuffle_fetched(message["task_id"], message["attempt"], source)
         elif kind == "heartbeat" and self.t0:
             self.usage_log.write(
                 {

@@ -1,26 +1,26 @@
-"""Rate caps of a task's transfers, one rule for both backends (the emulation paces each connection at
-the cap, the simulator holds each flow to it).
+"""Rate caps of a task's transfers, one rule for both backends (the emulation paces the task's
+connections at the cap, the simulator holds the task's flows to it).
 
 A task's demand says what it was allocated: a map reads its block at its disk-read rate (at its
 network-in rate when the block is on another host), a reducer's fetch connections share its network-in
-rate (PARALLEL_FETCHES of them at a time), and output is written at the disk-write rate. A rate of 0
-means none was allocated: the transfer takes what it gets. The scenario's per-task cap, when set, also
-holds every network connection.
+rate (up to PARALLEL_FETCHES of them at a time, their sum held to the rate), and output is written at
+the disk-write rate. A rate of 0 means none was allocated: the transfer takes what it gets. The
+scenario's per-task cap, when set, also holds the task's network transfers (per task, as the JobPacker
+paper's GENI setup limits each task's bandwidth, §5.1.3: a reducer's connections share it).
 """
 
 from __future__ import annotations
 
-from hybridbed.config.constants import PARALLEL_FETCHES
 from hybridbed.scheduler.model import Resources, StageKind, Task
 
 
-def connection_cap_mbps(demand: Resources, kind: str, local: bool, task_cap_mbps: float | None) -> float | None:
-    """The cap (Mb/s) of one `kind` transfer ("input", "shuffle" or "write"); `local`: from or to the
-    task's own host. None: uncapped."""
+def transfer_cap_mbps(demand: Resources, kind: str, local: bool, task_cap_mbps: float | None) -> float | None:
+    """The cap (Mb/s) of a task's `kind` transfers ("input": its one block read, "shuffle": all its fetch
+    connections together, "write"); `local`: from or to the task's own host. None: uncapped."""
     if kind == "input":
         rate = demand.disk_read_mbps if local else (demand.net_in_mbps or demand.disk_read_mbps)
     elif kind == "shuffle":
-        rate = demand.net_in_mbps / PARALLEL_FETCHES
+        rate = demand.net_in_mbps
     elif kind == "write":
         return demand.disk_write_mbps or None
     else:
@@ -31,8 +31,8 @@ def connection_cap_mbps(demand: Resources, kind: str, local: bool, task_cap_mbps
 
 
 def network_cap_mbps(demand: Resources, kind: StageKind, task_cap_mbps: float | None) -> float | None:
-    """The cap of a task's network connections: a map's remote input read, a reducer's fetches."""
-    return connection_cap_mbps(demand, "input" if kind is StageKind.MAP else "shuffle", False, task_cap_mbps)
+    """The cap of a task's network connections together: a map's remote input read, a reducer's fetches."""
+    return transfer_cap_mbps(demand, "input" if kind is StageKind.MAP else "shuffle", False, task_cap_mbps)
 
 
 def remote_read_load(demand: Resources) -> Resources:

@@ -3,11 +3,12 @@
 What the emulation's workers do, modelled: a map streams, reading its input block (from the nearest
 replica as a flow, or from its own host: over its disk where disks are modelled, else at no cost) while
 it computes for its modelled time and writes its output (over its disk, where modelled); it is done when
-all are. A task with parents (a reduce) fetches the partition of every parent task as a flow,
-PARALLEL_FETCHES at a time in the order the scheduler told it where they are, then computes while
-writing its output. Flows share links max-min
-fairly (`fairshare`), each held to the cap `scheduler.transfers` gives it (its task's allocated rate,
-the scenario's per-task cap), as the emulation's workers pace theirs. The OCS follows
+all are. A task with parents (a reduce) fetches the partition of every parent task over connections as
+the emulation's workers open them (Hadoop's shuffle, `workers.shuffle`: one flow per host copying up to
+20 outputs, PARALLEL_FETCHES at a time), then computes while writing its output. Flows share links
+max-min fairly (`fairshare`), held to the caps `scheduler.transfers` gives their task (its allocated
+rates, the scenario's per-task cap; a reducer's flows share theirs over a link of the task's own), as
+the emulation's workers pace theirs. The OCS follows
 the controller's periodic mode (`fabric.SimulatedOcs`), matching on the policy's hints and the
 measured rack-to-rack bytes. Every worker heartbeat (all workers beat together) and every job arrival
 offers every free container to the policy; a task's end offers its host's containers at once.
@@ -21,7 +22,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from hybridbed.config.addressing import FabricPlan
-from hybridbed.config.constants import PARALLEL_FETCHES
 from hybridbed.config.scenario import Scenario
 from hybridbed.controller.circuits import combined_demand
 from hybridbed.results.path_accounting import path_by_ocs_share
@@ -46,9 +45,10 @@ from hybridbed.results.records import (
 from hybridbed.scheduler.assembly import container, scheduler_core
 from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.model import JobSpec, StageKind, Task, TaskAction, build_job
-from hybridbed.scheduler.transfers import connection_cap_mbps
+from hybridbed.scheduler.transfers import transfer_cap_mbps
 from hybridbed.simulator.fabric import MBPS_TO_BYTES_S, FabricLinks, SimulatedOcs
 from hybridbed.simulator.flows import FINISH_TOLERANCE_S, Flow, FlowTable
+from hybridbed.workers.shuffle import ShuffleFetches
 
 LOOPBACK_BYTES_S = 10e9  # a reducer reading its own host's map output: a local copy, not a link
 PROGRESS_INTERVAL_S = 0.5  # wall-clock seconds between progress reports
@@ -60,17 +60,16 @@ class SimulationTimeout(RuntimeError):
 
 @dataclass
 class ReduceFetches:
-    """A running reduce attempt's shuffle: where each parent task's partition is, what is queued, in
-    flight, fetched."""
+    """A running reduce attempt's shuffle: its connections (which parent outputs are where, waiting, in
+    flight, fetched), each partition's size, and the link its connections share (None: uncapped)."""
 
     task: Task
     attempt: int
     n_sources: int
-    sources: dict[str, tuple[str, int]] = field(default_factory=dict)  # parent task -> (host, bytes)
-    queue: deque[str] = field(default_factory=deque)
-    in_flight: int = 0
-    fetched: int = 0
+    plan: ShuffleFetches = field(default_factory=ShuffleFetches)
+    sizes: dict[str, int] = field(default_factory=dict)  # parent task -> its partition's bytes
     fetched_bytes: int = 0
+    link: int | None = None
 
 
 @dataclass
@@ -211,9 +210,8 @@ class Simulation:
         for notice in self.core.shuffle_notices():
             fetches = self._reduces[notice.consumer.task_id]
             source = notice.source
-            if source.task_id not in fetches.sources:
-                fetches.queue.append(source.task_id)
-            fetches.sources[source.task_id] = (source.host, source.partition_for(fetches.task))
+            fetches.sizes[source.task_id] = source.partition_for(fetches.task)
+            fetches.plan.announce(source.task_id, source.host)
             self._pump(fetches)
 
     # tasks ----------------------------------------------------------------------------------------
@@ -230,11 +228,12 @@ class Simulation:
                 stats["read_remote_bytes"] = block.size_bytes
                 source = self.cluster.read_source(task, task.host)
             if source is not None:
-                self._start_part(Flow("input", task, task.attempt, "", source, task.host, block.size_bytes, self.now))
+                self._start_part(Flow("input", task, task.attempt, None, source, task.host, block.size_bytes, self.now))
             self._compute_and_write(task, task.attempt)
         else:
             sources = len(self.cluster.jobs[task.job_id].sources_of(task))
-            self._reduces[task.task_id] = ReduceFetches(task, task.attempt, sources)
+            fetches = self._reduces[task.task_id] = ReduceFetches(task, task.attempt, sources)
+            self._hold_shuffle_rate(fetches)
 
     def _compute_and_write(self, task: Task, attempt: int) -> None:
         """Start the task's compute and (where disks are modelled) the write of its output."""
@@ -243,7 +242,7 @@ class Simulation:
         compute = self._compute[task.task_id] = Compute(task.compute_s, self._pace(task), self.now)
         self._schedule_compute(task, attempt, compute)
         if self.links.models_disk and written:
-            self._start_part(Flow("write", task, attempt, "", task.host, task.host, written, self.now))
+            self._start_part(Flow("write", task, attempt, None, task.host, task.host, written, self.now))
 
     def _start_part(self, flow: Flow) -> None:
         self._count_part(flow.task)
@@ -279,7 +278,7 @@ class Simulation:
 
     def _task_done(self, task: Task, attempt: int) -> None:
         stats = self._stats.pop(task.task_id)
-        self._reduces.pop(task.task_id, None)
+        self._end_fetches(task)
         self._parts.pop(task.task_id, None)
         self.logs.tasks.write(task_row(task, self.now, self.cluster.rack_of, stats))
         job = self.core.task_finished(task.task_id, attempt, self.now)
@@ -305,11 +304,14 @@ class Simulation:
             )
         elif action.action == "kill":
             self.flows.take_out(task)
-            for running in (self._compute, self._paused, self._parts, self._stats, self._reduces, self._suspensions):
+            self._end_fetches(task)
+            for running in (self._compute, self._paused, self._parts, self._stats, self._suspensions):
                 running.pop(task.task_id, None)
             self._offer[action.host] = None
         else:
             self._repace(task)
+            if task.task_id in self._reduces:
+                self._hold_shuffle_rate(self._reduces[task.task_id])
             for flow, remaining in self.flows.take_out(task):
                 self._start_flow(flow, remaining)
 
@@ -338,26 +340,44 @@ class Simulation:
             self._pump(self._reduces[task.task_id])
 
     def _pump(self, fetches: ReduceFetches) -> None:
-        """Start fetches while the reducer has connections to spare and partitions to fetch (not while it
-        is suspended)."""
+        """Open the connections the reducer's shuffle allows now (none while it is suspended)."""
         if fetches.task.task_id in self._paused:
             return
-        while fetches.queue and fetches.in_flight < PARALLEL_FETCHES:
-            source = fetches.queue.popleft()
-            host, size = fetches.sources[source]
-            fetches.in_flight += 1
-            task = fetches.task
-            self._start_flow(Flow("shuffle", task, fetches.attempt, source, host, task.host, size, self.now))
+        task = fetches.task
+        for connection in fetches.plan.open():
+            size = sum(fetches.sizes[source] for source in connection.sources)
+            self._start_flow(
+                Flow("shuffle", task, fetches.attempt, connection, connection.host, task.host, size, self.now)
+            )
+
+    def _hold_shuffle_rate(self, fetches: ReduceFetches) -> None:
+        """Give the reducer's connections the link they share at its rate now (or none, uncapped)."""
+        cap_mbps = transfer_cap_mbps(fetches.task.allocation, "shuffle", False, self.task_cap_mbps)
+        if cap_mbps is None:
+            if fetches.link is not None:
+                self.flows.close_task_link(fetches.link)
+            fetches.link = None
+        elif fetches.link is None:
+            fetches.link = self.flows.open_task_link(cap_mbps * MBPS_TO_BYTES_S)
+        else:
+            self.flows.set_task_link(fetches.link, cap_mbps * MBPS_TO_BYTES_S)
+
+    def _end_fetches(self, task: Task) -> None:
+        fetches = self._reduces.pop(task.task_id, None)
+        if fetches is not None and fetches.link is not None:
+            self.flows.close_task_link(fetches.link)
 
     # flows ----------------------------------------------------------------------------------------
     def _start_flow(self, flow: Flow, remaining: float | None = None) -> None:
         local = flow.src == flow.dst
-        cap_mbps = connection_cap_mbps(flow.task.allocation, flow.kind, local, self.task_cap_mbps)
-        cap = cap_mbps * MBPS_TO_BYTES_S if cap_mbps else np.inf
-        if local and flow.kind == "shuffle":
-            cap = min(cap, LOOPBACK_BYTES_S)
         a, b = self.cluster.rack_of[flow.src], self.cluster.rack_of[flow.dst]
-        self.flows.add(flow, cap, self.ocs.lit.get((a, b)) if self.circuits_carry_tasks else None, remaining)
+        circuit = self.ocs.lit.get((a, b)) if self.circuits_carry_tasks else None
+        if flow.kind == "shuffle":  # held to the task's rate by its link; a local copy by the loopback
+            link = self._reduces[flow.task.task_id].link
+            self.flows.add(flow, LOOPBACK_BYTES_S if local else np.inf, circuit, remaining, link)
+            return
+        cap_mbps = transfer_cap_mbps(flow.task.allocation, flow.kind, local, self.task_cap_mbps)
+        self.flows.add(flow, cap_mbps * MBPS_TO_BYTES_S if cap_mbps else np.inf, circuit, remaining)
 
     def _flow_finished(self, flow: Flow) -> None:
         task = flow.task
@@ -390,12 +410,13 @@ class Simulation:
             self._part_done(task, flow.attempt)
             return
         fetches = self._reduces[task.task_id]
-        fetches.in_flight -= 1
-        fetches.fetched += 1
+        assert flow.connection is not None
+        fetches.plan.done(flow.connection)
         fetches.fetched_bytes += flow.size
-        self.core.shuffle_fetched(task.task_id, flow.attempt, flow.source)
+        for source in flow.connection.sources:
+            self.core.shuffle_fetched(task.task_id, flow.attempt, source)
         self._pump(fetches)
-        if fetches.fetched == fetches.n_sources:
+        if len(fetches.plan.fetched) == fetches.n_sources:
             self._stats[task.task_id]["fetched_bytes"] = fetches.fetched_bytes
             self._compute_and_write(task, fetches.attempt)
 

@@ -6,10 +6,13 @@ each ToR's OCS ports out and in. A transfer between racks a and b crosses the so
 EPS up/down pair or the lit circuit a->b, and the destination NIC; within a rack only the two NICs;
 within a host (a reducer reading its own host's map output, over loopback) none.
 
+A path's fifth link is the task's own: a reducer's fetch connections together are held to its rate
+(FlowTable gives a capped reducer a link of its own; the padding link otherwise).
+
 When the scenario gives hosts a disk bandwidth, every host also has a disk-read and a disk-write link:
-every transfer then also reads from its source's disk (a fifth link on its path), and reading a local
-block or writing a task's output are transfers over the disk alone. Without it paths keep four links,
-and local reads and writes cost nothing.
+every transfer then also reads from its source's disk (a sixth link on its path), and reading a local
+block or writing a task's output are transfers over the disk alone. Without it local reads and writes
+cost nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from hybridbed.controller.circuits import (
 from hybridbed.controller.events import OcsEvent
 
 MBPS_TO_BYTES_S = 1e6 / 8
-NETWORK_LINKS = 4  # source NIC, two core links, destination NIC; then the source's disk, where modelled
+NETWORK_LINKS = 4  # source NIC, two core links, destination NIC; then the task's link and the source's disk
 
 
 class FabricLinks:
@@ -49,7 +52,7 @@ class FabricLinks:
         self._disk_write = self._disk_read + hosts
         self.none = self._disk_write + hosts  # padding: a link nothing saturates
         self.models_disk = disk_read_mbps > 0 or disk_write_mbps > 0
-        self.path_links = NETWORK_LINKS + (1 if self.models_disk else 0)
+        self.path_links = NETWORK_LINKS + 1 + (1 if self.models_disk else 0)
         capacities = np.empty(self.none + 1)
         capacities[: 2 * hosts] = fabric.host_rate_mbps * MBPS_TO_BYTES_S
         capacities[self._eps_up : self._ocs_up] = fabric.eps_uplink_mbps * MBPS_TO_BYTES_S
@@ -59,16 +62,17 @@ class FabricLinks:
         capacities[self.none] = np.inf
         self.capacities = capacities
 
-    def path(self, src: int, dst: int, circuit: Circuit | None) -> tuple[int, ...]:
-        """Links from host index `src` to host index `dst`, over `circuit` if one carries their racks' traffic."""
-        disk = (self._disk_read + src,) if self.models_disk else ()
+    def path(self, src: int, dst: int, circuit: Circuit | None, task_link: int | None = None) -> tuple[int, ...]:
+        """Links from host index `src` to host index `dst`, over `circuit` if one carries their racks' traffic,
+        and over `task_link` if the task's transfers share one."""
+        rest = (self.none if task_link is None else task_link, *((self._disk_read + src,) if self.models_disk else ()))
         if src == dst:
-            return (self.none,) * NETWORK_LINKS + disk
+            return (self.none,) * NETWORK_LINKS + rest
         a, b = int(self.host_rack[src]), int(self.host_rack[dst])
         up, down = self._host_up + src, self._host_down + dst
         if a == b:
-            return up, down, self.none, self.none, *disk
-        return (up, *self.core_links(a, b, circuit), down, *disk)
+            return up, self.none, self.none, down, *rest
+        return (up, *self.core_links(a, b, circuit), down, *rest)
 
     def write_path(self, host: int) -> tuple[int, ...]:
         """Writing to a host's own disk (only where disks are modelled)."""

@@ -2,8 +2,13 @@
 
 Rows are kept contiguous (a finished flow's row is refilled with the last one), so every step is a
 handful of vector operations over the flows in flight. Rates are recomputed only when something
-changed since the last computation: a flow started or ended, or a rack pair changed path. Flows with
-the same path and cap get the same rate, so the computation runs once per distinct (path, cap).
+changed since the last computation: a flow started or ended, a rack pair changed path, a task's rate
+changed. Flows with the same path and cap get the same rate, so the computation runs once per distinct
+(path, cap).
+
+A task whose transfers share one rate (a reducer's fetch connections, held to its network-in allotment
+or the scenario's per-task cap together) gets a link of its own, after the fabric's links, that all its
+flows cross: max-min sharing then gives the task its rate in all and its connections their fair parts.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from hybridbed.controller.circuits import Circuit
 from hybridbed.scheduler.model import Task
 from hybridbed.simulator.fabric import FabricLinks
 from hybridbed.simulator.fairshare import max_min_rates
+from hybridbed.workers.shuffle import Connection
 
 # Flows finish together when each is within this share of its time so far from its end (and within a
 # microsecond always): one rate computation then serves them all. A flow ends at most 0.5 % early; the
@@ -32,7 +38,7 @@ class Flow:
     kind: str  # "input", "shuffle" or "write" (a task's output to its own disk, where disks are modelled)
     task: Task
     attempt: int
-    source: str  # shuffle: the parent task whose partition this is ("" otherwise)
+    connection: Connection | None  # shuffle: the parent outputs this fetch connection copies
     src: str
     dst: str
     size: int
@@ -69,6 +75,8 @@ class FlowTable:
         self.class_cap = np.zeros(0)
         self.class_count = np.zeros(0, dtype=np.int64)
         self.class_rate = np.zeros(0)
+        self.capacities = links.capacities.copy()  # the fabric's links, then the tasks' links
+        self._free_task_links: list[int] = []
         self._grow_flows(1024)
 
     def _grow_flows(self, rows: int) -> None:
@@ -123,16 +131,44 @@ class FlowTable:
             self._class_keys[cid] = None
             self._free_classes.append(cid)
 
+    # task links -----------------------------------------------------------------------------------
+    def open_task_link(self, rate: float) -> int:
+        """A link of `rate` bytes/s for one task's flows to share."""
+        if not self._free_task_links:
+            start = len(self.capacities)
+            self.capacities = np.concatenate([self.capacities, np.zeros(max(64, start - self.links.none))])
+            self._free_task_links = list(range(len(self.capacities) - 1, start - 1, -1))
+        link = self._free_task_links.pop()
+        self.set_task_link(link, rate)
+        return link
+
+    def set_task_link(self, link: int, rate: float) -> None:
+        self.capacities[link] = rate
+        self._stale = True
+
+    def close_task_link(self, link: int) -> None:
+        """The task is done with its link (its flows are gone)."""
+        self._free_task_links.append(link)
+
     # flows ----------------------------------------------------------------------------------------
-    def add(self, flow: Flow, cap: float, circuit: Circuit | None, remaining: float | None = None) -> None:
+    def add(
+        self,
+        flow: Flow,
+        cap: float,
+        circuit: Circuit | None,
+        remaining: float | None = None,
+        task_link: int | None = None,
+    ) -> None:
         """Start a flow (or go on with one taken out by `take_out`: `remaining` bytes still to send); `cap` is
-        its own rate limit (inf: none), `circuit` what carries its racks' traffic."""
+        its own rate limit (inf: none), `circuit` what carries its racks' traffic, `task_link` the link its
+        task's flows share (None: none)."""
         row = len(self.flows)
         if row == len(self.remaining):
             self._grow_flows(2 * row)
         src, dst = self.links.host_index[flow.src], self.links.host_index[flow.dst]
         self.flows.append(flow)
-        path = self.links.write_path(src) if flow.kind == "write" else self.links.path(src, dst, circuit)
+        write = flow.kind == "write"
+        path = self.links.write_path(src) if write else self.links.path(src, dst, circuit, task_link)
         self.cls[row] = self._join_class(path, cap)
         a, b = self.links.host_rack[src], self.links.host_rack[dst]
         self.pair[row] = a * self.links.racks + b if a != b else -1
@@ -147,8 +183,8 @@ class FlowTable:
         core = self.links.core_links(a, b, circuit)
         for row in np.flatnonzero(self.pair[:n] == a * self.links.racks + b):
             old = int(self.cls[row])
-            nic_up, _, _, nic_down, *disk = (int(link) for link in self.class_paths[old])
-            path = (nic_up, *core, nic_down, *disk)
+            nic_up, _, _, nic_down, *rest = (int(link) for link in self.class_paths[old])
+            path = (nic_up, *core, nic_down, *rest)
             cap = float(self.class_cap[old])
             self._leave_class(old)
             self.cls[row] = self._join_class(path, cap)
@@ -210,7 +246,7 @@ class FlowTable:
         n = len(self.flows)
         live = np.flatnonzero(self.class_count[: len(self._class_keys)] > 0)
         paths, counts = self.class_paths[live], self.class_count[live]
-        rates = max_min_rates(paths, self.links.capacities, self.class_cap[live], counts)
+        rates = max_min_rates(paths, self.capacities, self.class_cap[live], counts)
         self.class_rate[live] = rates
         self.rate[:n] = self.class_rate[self.cls[:n]]
         carried = rates * counts

@@ -1,9 +1,11 @@
 """Moving task data between hosts over real TCP on the emulated network: a file server in every worker
 (map outputs, input block replicas) and the client that tasks fetch with.
 
-A request is one JSON line `{"path": ..., "rate_bps": ...}`; the answer is the file's size (8 bytes,
-big-endian) and its bytes, sent with sendfile(2). A per-task rate cap is enforced by the kernel's TCP
-pacing on the sending socket (SO_MAX_PACING_RATE), so the cap shapes the flow itself.
+A request is one JSON line `{"paths": [...], "rate_bps": ...}`; the answer is, for each path in turn, the
+file's size (8 bytes, big-endian; -1 if there is no such file, and nothing follows) and its bytes, sent
+with sendfile(2): a reducer copies several map outputs of one host over one connection, as Hadoop's
+fetchers do. A rate cap is enforced by the kernel's TCP pacing on the sending socket
+(SO_MAX_PACING_RATE), so the cap shapes the flow itself.
 """
 
 from __future__ import annotations
@@ -41,17 +43,17 @@ class _DataRequest(socketserver.StreamRequestHandler):
 
     def handle(self) -> None:
         request = json.loads(self.rfile.readline())
-        path = (self.server.data_dir / request["path"]).resolve()
-        if self.server.data_dir not in path.parents or not path.is_file():
-            self.wfile.write(struct.pack(">q", -1))
-            return
         if request.get("rate_bps"):
             self.connection.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, int(request["rate_bps"] / 8))
-        with path.open("rb") as data:
-            size = path.stat().st_size
-            self.wfile.write(struct.pack(">q", size))
-            self.wfile.flush()
-            self.connection.sendfile(data)
+        for name in request["paths"]:
+            path = (self.server.data_dir / name).resolve()
+            if self.server.data_dir not in path.parents or not path.is_file():
+                self.wfile.write(struct.pack(">q", -1))
+                return
+            with path.open("rb") as data:
+                self.wfile.write(struct.pack(">q", path.stat().st_size))
+                self.wfile.flush()
+                self.connection.sendfile(data)
 
 
 class FetchError(RuntimeError):
@@ -61,37 +63,39 @@ class FetchError(RuntimeError):
 @dataclass
 class Fetch:
     src_ip: str
-    path: str
+    paths: list[str]
     bytes: int
     start: float
     end: float
 
 
 def fetch(
-    ip: str, path: str, rate_bps: float | None = None, pacer: Pacer | None = None, timeout_s: float = 60.0
+    ip: str, paths: list[str], rate_bps: float | None = None, pacer: Pacer | None = None, timeout_s: float = 60.0
 ) -> Fetch:
-    """Read one file from a worker's data server; the bytes are counted, not kept. The sender paces the
-    connection at `rate_bps`; `pacer`, if given, holds the reading side to a rate that may change meanwhile
-    (TCP's flow control then slows the sender)."""
+    """Read files from a worker's data server over one connection, one after the other; the bytes are
+    counted, not kept. The sender paces the connection at `rate_bps`; `pacer`, if given, holds the reading
+    side to a rate that may change meanwhile (TCP's flow control then slows the sender)."""
     start = time.time()
+    received = 0
     try:
         with socket.create_connection((ip, DATA_PORT), timeout=timeout_s) as sock:
-            sock.sendall((json.dumps({"path": path, "rate_bps": rate_bps}) + "\n").encode())
-            header = _read_exact(sock, 8)
-            (size,) = struct.unpack(">q", header)
-            if size < 0:
-                raise FetchError(f"{ip} has no {path}")
-            received = 0
-            while received < size:
-                chunk = sock.recv(min(CHUNK, size - received))
-                if not chunk:
-                    raise FetchError(f"{ip} closed after {received} of {size} bytes of {path}")
-                received += len(chunk)
-                if pacer is not None:
-                    pacer.take(len(chunk))
+            sock.sendall((json.dumps({"paths": paths, "rate_bps": rate_bps}) + "\n").encode())
+            for path in paths:
+                (size,) = struct.unpack(">q", _read_exact(sock, 8))
+                if size < 0:
+                    raise FetchError(f"{ip} has no {path}")
+                left = size
+                while left:
+                    chunk = sock.recv(min(CHUNK, left))
+                    if not chunk:
+                        raise FetchError(f"{ip} closed with {left} of {size} bytes of {path} to come")
+                    left -= len(chunk)
+                    if pacer is not None:
+                        pacer.take(len(chunk))
+                received += size
     except OSError as err:
-        raise FetchError(f"fetching {path} from {ip}: {err}") from err
-    return Fetch(ip, path, received, start, time.time())
+        raise FetchError(f"fetching {', '.join(paths)} from {ip}: {err}") from err
+    return Fetch(ip, paths, received, start, time.time())
 
 
 def _read_exact(sock: socket.socket, n: int) -> bytes:

@@ -4,6 +4,7 @@ of filler bytes that tasks (and the scheduler process, for input blocks) write d
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -20,31 +21,36 @@ class Rate:
 class Pacer:
     """A token bucket holding `saved_s` seconds of its rate (read at every take, so a new share applies at
     once): `take(n)` returns once n more bytes keep the task within it. An idle (or suspended) task saves up
-    no more than that."""
+    no more than that. Threads may share one (a reducer's fetch connections share its rate): each take
+    books its bytes at once and waits until they are paid for, after the takes booked before it."""
 
     def __init__(self, rate: Rate, saved_s: float = 1.0):
         self.rate = rate
         self.saved_s = saved_s
         self.tokens = (rate.bps or 0.0) / 8 * saved_s
         self.last = time.monotonic()
+        self._lock = threading.Lock()
 
     def take(self, size: int) -> None:
         if self.rate.bps is None:
             return
         per_s = self.rate.bps / 8  # bytes per second
-        now = time.monotonic()
-        self.tokens = min(per_s * self.saved_s, self.tokens + (now - self.last) * per_s) - size
-        self.last = now
-        if self.tokens < 0:
-            time.sleep(-self.tokens / per_s)
-            self.tokens, self.last = 0.0, time.monotonic()
+        with self._lock:
+            now = time.monotonic()
+            tokens = min(per_s * self.saved_s, self.tokens + (now - self.last) * per_s) - size
+            wait = max(0.0, -tokens / per_s)
+            # the bucket is empty when this take's wait is over (`last` may lie ahead: a later take waits
+            # for it too, at whatever rate holds then)
+            self.tokens, self.last = max(tokens, 0.0), now + wait
+        if wait > 0:
+            time.sleep(wait)
 
 
 class Rates:
-    """The task's share as its worker paces it: disk reads and writes, and the receiving side of each of its
-    connections (their senders pace them too, at the cap they were asked for, but a transfer of a few tens
-    of kilobytes leaves in the first round trips whatever the sending rate: at the receiving side a fetch
-    ends when its bytes at its rate say, however small)."""
+    """The task's share as its worker paces it: disk reads and writes, and the receiving side of its
+    connections, all together (their senders pace each one too, at the cap they were asked for, but a
+    transfer of a few tens of kilobytes leaves in the first round trips whatever the sending rate: at the
+    receiving side a fetch ends when its bytes at its rate say, however small)."""
 
     def __init__(self, task: dict):
         self.disk_read = Rate(task.get("disk_read_bps"))

@@ -139,7 +139,7 @@ class FailedMessage(TypedDict):
 
 
 class FetchMessage(TypedDict):
-    """One transfer a task made (its task process's `fetch` record, with the attempt's identity)."""
+    """One connection a task made (its task process's `fetch` record, with the attempt's identity)."""
 
     op: Literal["fetch"]
     task_id: str
@@ -147,7 +147,7 @@ class FetchMessage(TypedDict):
     host: str
     event: Literal["fetch"]
     kind: Literal["input", "shuffle"]
-    source: NotRequired[str]  # shuffle: the parent task
+    sources: NotRequired[list[str]]  # shuffle: the parent tasks whose outputs the connection copied
     src_host: str
     bytes: int
     start: float

@@ -5,7 +5,7 @@ output to fetch; a later line for the same parent task replaces an earlier one (
 A line {"share": {"cores": ..., "rate_bps": ..., "disk_read_bps": ..., "disk_write_bps": ...}} gives the task
 a new share while it runs (its cgroup's quota changes with it): compute, disk and the transfers under way
 go at the new rates (a connection's new rate is kept by the receiver, below the cap its sender paces at).
-stdout: JSON lines: a `fetch` record per transfer, then `done` with the totals.
+stdout: JSON lines: a `fetch` record per connection, then `done` with the totals.
 
 Compute is emulated either by waiting (`sleep`, the default: it leaves the CPU to Open vSwitch on a
 small machine) or by burning CPU time inside the cgroup's quota (`cpu`).
@@ -13,9 +13,9 @@ small machine) or by burning CPU time inside the cgroup's quota (`cpu`).
 A map (a root stage's task) streams: it reads its block, computes and writes its output at the same
 time, and is done when all three are; a task with parents (a reducer) fetches every partition, then
 computes while writing its output. Output is one file per consumer task (`part-<stage>-<index>`) and,
-in a stage without children, the job's output. Disk reads
-and writes are paced at the task's allocated rates (`disk_read_bps`, `disk_write_bps`: per-task token
-buckets, as Tetris enforces disk allocations), network connections at `rate_bps`.
+in a stage without children, the job's output. Disk reads and writes are paced at the task's allocated
+rates (`disk_read_bps`, `disk_write_bps`: per-task token buckets, as Tetris enforces disk allocations),
+its network connections together at `rate_bps`.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ import threading
 import time
 from pathlib import Path
 
-from hybridbed.config.constants import PARALLEL_FETCHES
 from hybridbed.workers.fetch import FetchError, fetch
 from hybridbed.workers.pacing import Pacer, Rate, Rates, write_bytes
+from hybridbed.workers.shuffle import Connection, ShuffleFetches
 
 FETCH_RETRY_S = 1.0
 
@@ -125,7 +125,7 @@ def _fetch_from_any(sources: list[dict], path: str, rate_bps: float | None, live
     errors = []
     for source in sources:
         try:
-            got = fetch(source["ip"], path, rate_bps, Pacer(live, saved_s=0.0))
+            got = fetch(source["ip"], [path], rate_bps, Pacer(live, saved_s=0.0))
             return {"src_host": source["host"], "bytes": got.bytes, "start": got.start, "end": got.end}
         except FetchError as err:
             errors.append(str(err))
@@ -133,56 +133,56 @@ def _fetch_from_any(sources: list[dict], path: str, rate_bps: float | None, live
 
 
 def run_reduce(task: dict, data_dir: Path, notices: queue.Queue[dict], speed: Speed, rates: Rates) -> dict:
-    """Fetch the partition of every parent task (up to PARALLEL_FETCHES at once) as their locations
-    arrive, then compute while writing.
+    """Fetch the partition of every parent task as their locations arrive, as Hadoop's shuffle does
+    (workers/shuffle.py: one connection per host with outputs, up to PARALLEL_FETCHES at once, all held
+    to the task's rate together), then compute while writing.
 
-    A failed fetch is tried again after FETCH_RETRY_S from the latest location announced for that source:
-    a congested path can stall a transfer past the socket timeout while both hosts are fine, and when a
-    host is lost the scheduler re-runs its tasks and announces the new location."""
+    A failed connection is tried again after FETCH_RETRY_S, from the latest location announced for each of
+    its outputs: a congested path can stall a transfer past the socket timeout while both hosts are fine,
+    and when a host is lost the scheduler re-runs its tasks and announces the new location."""
     n_sources = task["n_sources"]
+    plan = ShuffleFetches()
     latest: dict[str, dict] = {}
     retry_at: dict[str, float] = {}
-    fetched: dict[str, int] = {}
-    results: queue.Queue[tuple[dict, dict | None]] = queue.Queue()
-    in_flight: set[str] = set()
+    fetched_bytes = 0
+    results: queue.Queue[tuple[Connection, dict | None]] = queue.Queue()
+    pacer = Pacer(rates.connection, saved_s=0.0)  # the task's connections share its rate
 
-    def worker(notice: dict) -> None:
+    def worker(connection: Connection, ip: str, paths: list[str]) -> None:
         try:
-            got = fetch(notice["ip"], notice["path"], task.get("rate_bps"), Pacer(rates.connection, saved_s=0.0))
-            results.put((notice, {"src_host": notice["host"], "bytes": got.bytes, "start": got.start, "end": got.end}))
+            got = fetch(ip, paths, task.get("rate_bps"), pacer)
+            results.put(
+                (connection, {"src_host": connection.host, "bytes": got.bytes, "start": got.start, "end": got.end})
+            )
         except FetchError:
-            results.put((notice, None))
+            results.put((connection, None))
 
-    while len(fetched) < n_sources:
+    while len(plan.fetched) < n_sources:
         while True:  # take every notice that has arrived
             try:
-                notice = notices.get(timeout=0.05 if in_flight or latest else 1.0)
+                notice = notices.get(timeout=0.05 if plan.in_flight or plan.location else 1.0)
             except queue.Empty:
                 break
             latest[notice["source"]] = notice
-            retry_at.pop(notice["source"], None)
-        now = time.monotonic()
-        for source, notice in latest.items():
-            if (
-                source not in fetched
-                and source not in in_flight
-                and len(in_flight) < PARALLEL_FETCHES
-                and retry_at.get(source, 0.0) <= now
-            ):
-                in_flight.add(source)
-                threading.Thread(target=worker, args=(notice,), daemon=True).start()
+            retry_at.pop(notice["host"], None)
+            plan.announce(notice["source"], notice["host"])
+        backing_off = {host for host, at in retry_at.items() if at > time.monotonic()}
+        for connection in plan.open(backing_off):
+            ip, paths = latest[connection.sources[0]]["ip"], [latest[s]["path"] for s in connection.sources]
+            threading.Thread(target=worker, args=(connection, ip, paths), daemon=True).start()
         while not results.empty():
-            notice, result = results.get()
-            in_flight.discard(notice["source"])
+            connection, result = results.get()
             if result is None:
-                retry_at[notice["source"]] = time.monotonic() + FETCH_RETRY_S
+                plan.failed(connection)
+                retry_at[connection.host] = time.monotonic() + FETCH_RETRY_S
                 continue
-            fetched[notice["source"]] = result["bytes"]
-            emit({"event": "fetch", "kind": "shuffle", "source": notice["source"], **result})
+            plan.done(connection)
+            fetched_bytes += result["bytes"]
+            emit({"event": "fetch", "kind": "shuffle", "sources": list(connection.sources), **result})
     files = output_files(task, data_dir)
     for thread in compute_and_write(task, files, speed, rates):
         thread.join()
-    return {"fetched_bytes": sum(fetched.values()), "written_bytes": sum(files.values())}
+    return {"fetched_bytes": fetched_bytes, "written_bytes": sum(files.values())}
 
 
 def main() -> int:

@@ -41,7 +41,9 @@ def test_job_completes_and_every_reducer_fetches_exactly_its_bytes(tmp_path, sma
     flows = pd.read_csv(out / "flows.csv")
     shuffle = flows[flows.kind == "shuffle"]
     assert shuffle.groupby("task_id")["bytes"].sum().to_dict() == expected
-    assert len(shuffle) == 4 * 2  # every reducer from every map
+    map_hosts = set(tasks[tasks.kind == "map"].host)
+    for _, connections in shuffle.groupby("task_id"):  # a connection per map host, or more if outputs came later
+        assert set(connections.src_host) == map_hosts and len(map_hosts) <= len(connections) <= 4
     links = pd.read_csv(out / "links.csv")
     assert {"tor0-eps", "tor1-eps", "tor0-ocs0", "tor1-ocs0"} <= set(links.link)
     # pinned mode with no circuit: every cross-rack byte rides the EPS, and the counters agree (where
@@ -207,18 +209,16 @@ def test_a_killed_scheduler_fails_the_run_with_its_results_kept_and_nothing_left
 
 
 def test_per_task_rate_cap_paces_the_shuffle(tmp_path, small_scenario):
-    cap = 0.25  # the 8 fetches together stay under a 2 Mb/s EPS uplink even if all crossed the same one
+    cap = 0.25  # the two reducers together stay under a 2 Mb/s EPS uplink even if all crossed the same one
     s = small_scenario(task_rate_cap_mbps=cap)
     out = tmp_path / "run"
     assert run_scenario(s, out)["jobs_done"] == 1
     flows = pd.read_csv(out / "flows.csv")
-    shuffle = flows[
-        (flows.kind == "shuffle") & (flows.src_host != flows.dst_host)
-    ]  # a host's own outputs stay off the wire
-    assert len(shuffle) >= 4
-    mbps = shuffle.bytes * 8 / (shuffle.end_s - shuffle.start_s) / 1e6
-    assert mbps.max() <= cap * 1.1, mbps.tolist()
-    assert mbps.median() >= cap * 0.7, mbps.tolist()
+    shuffle = flows[flows.kind == "shuffle"].groupby("task_id")  # its own host's outputs count too
+    mbps = shuffle.bytes.sum() * 8 / (shuffle.end_s.max() - shuffle.start_s.min()) / 1e6
+    assert len(mbps) == 2 and (shuffle.size() >= 2).all()
+    assert mbps.max() <= cap * 1.1, mbps.tolist()  # the reducer's connections together, not each one
+    assert mbps.min() >= cap * 0.7, mbps.tolist()
 
 
 def test_bad_scenario_is_refused_and_leaves_nothing(tmp_path):

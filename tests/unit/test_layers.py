@@ -21,7 +21,15 @@ ALLOWED: dict[str, set[str]] = {
     "workers": {"config"},
     "testbed": {"config", "controller", "workers.cgroups"},
     "results": {"config", "scheduler.model", "controller.events"},
-    "simulator": {"config", "scheduler", "workloads", "results", "controller.circuits", "controller.events"},
+    "simulator": {
+        "config",
+        "scheduler",
+        "workloads",
+        "results",
+        "controller.circuits",
+        "controller.events",
+        "workers.shuffle",
+    },
     "experiments": {
         "config",
         "scheduler",

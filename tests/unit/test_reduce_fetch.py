@@ -1,4 +1,5 @@
-"""A reducer's fetch loop without a network: a failed fetch from a live host is tried again."""
+"""A reducer's fetch loop without a network: one connection per host, and a failed connection from a live
+host is tried again."""
 
 from __future__ import annotations
 
@@ -8,22 +9,25 @@ from hybridbed.workers import task as task_module
 from hybridbed.workers.fetch import Fetch, FetchError
 
 
-def test_a_stalled_fetch_is_retried_until_it_succeeds(tmp_path, monkeypatch, capsys):
-    attempts: dict[str, int] = {}
+def test_a_stalled_connection_is_retried_until_it_succeeds_and_a_host_serves_its_outputs_on_one(
+    tmp_path, monkeypatch, capsys
+):
+    connections: list[tuple[str, list[str]]] = []
 
-    def flaky_fetch(ip, path, rate_bps=None, pacer=None):
-        attempts[path] = attempts.get(path, 0) + 1
-        if path == "m1" and attempts[path] < 3:
+    def flaky_fetch(ip, paths, rate_bps=None, pacer=None):
+        connections.append((ip, paths))
+        if ip == "10.0.0.2" and len(connections) < 4:
             raise FetchError("timed out")
-        return Fetch(ip, path, 100, 0.0, 0.1)
+        return Fetch(ip, paths, 100 * len(paths), 0.0, 0.1)
 
     monkeypatch.setattr(task_module, "fetch", flaky_fetch)
     monkeypatch.setattr(task_module, "FETCH_RETRY_S", 0.01)
     notices: queue.Queue[dict] = queue.Queue()
-    for index in range(2):
-        notices.put({"source": f"m{index}", "ip": "10.0.0.1", "host": "h", "path": f"m{index}"})
+    for index, host in enumerate(["h1", "h1", "h2"]):
+        ip = f"10.0.0.{host[1]}"
+        notices.put({"source": f"m{index}", "ip": ip, "host": host, "path": f"m{index}"})
     reduce = {
-        "n_sources": 2,
+        "n_sources": 3,
         "compute_s": 0,
         "compute_mode": "sleep",
         "output_dir": "out",
@@ -31,5 +35,7 @@ def test_a_stalled_fetch_is_retried_until_it_succeeds(tmp_path, monkeypatch, cap
         "output_bytes": 10,
     }
     totals = task_module.run_reduce(reduce, tmp_path, notices, task_module.Speed(1.0), task_module.Rates(reduce))
-    assert totals["fetched_bytes"] == 200 and attempts["m1"] == 3 and attempts["m0"] == 1
-    assert capsys.readouterr().out.count('"kind": "shuffle"') == 2
+    assert totals["fetched_bytes"] == 300
+    assert connections.count(("10.0.0.1", ["m0", "m1"])) == 1  # both of h1's outputs over one connection
+    assert connections.count(("10.0.0.2", ["m2"])) >= 2  # h2 failed at first, then was tried again
+    assert capsys.readouterr().out.count('"kind": "shuffle"') == 2  # a record per successful connection

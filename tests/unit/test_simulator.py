@@ -31,7 +31,7 @@ def two_rack_network(delay_ms: float) -> tuple[FlowTable, SimulatedOcs, Flow]:
     ocs = SimulatedOcs(2, 1, OcsSpec(mode="periodic", reconfig_delay_ms=delay_ms, elephant_threshold_bytes=1000))
     table = FlowTable(links)
     task = build_job(JobSpec("j", 0, 1, 0, 0, 1, 0, 1, 1), Resources()).maps[0]
-    flow = Flow("input", task, 0, "", "r0h0", "r1h0", int(100 * MB), 0.0)
+    flow = Flow("input", task, 0, None, "r0h0", "r1h0", int(100 * MB), 0.0)
     table.add(flow, np.inf, None)
     table.settle()
     return table, ocs, flow
@@ -137,13 +137,13 @@ def test_disks_are_shared_links_and_a_map_streams_its_read_compute_and_write():
     third: the three share the disk, and each map ends when its read, compute and write are all done."""
     fabric = FabricSpec(racks=2, hosts_per_rack=1, host_rate_mbps=100, eps_rate_mbps=10, ocs_rate_mbps=50)
     links = FabricLinks(fabric, {"r0h0": 0, "r1h0": 1}, disk_read_mbps=80, disk_write_mbps=80)
-    assert links.models_disk and links.path_links == 5
+    assert links.models_disk and links.path_links == 6  # 4 network links, the task's link, the disk
     table = FlowTable(links)
     demand = Resources(1, 100, disk_read_mbps=40, disk_write_mbps=40)
     task = build_job(JobSpec("j", 0, 1, 0, 0, 1, 0, 1, 1), demand).maps[0]
     for _ in range(3):  # three local reads, each capped at its 40 Mb/s allotment, on an 80 Mb/s disk
-        table.add(Flow("input", task, 0, "", "r0h0", "r0h0", int(80 * MB), 0.0), 40 * MB, None)
-    table.add(Flow("write", task, 0, "", "r0h0", "r0h0", int(80 * MB), 0.0), 40 * MB, None)
+        table.add(Flow("input", task, 0, None, "r0h0", "r0h0", int(80 * MB), 0.0), 40 * MB, None)
+    table.add(Flow("write", task, 0, None, "r0h0", "r0h0", int(80 * MB), 0.0), 40 * MB, None)
     table.settle()
     assert table.rate[:3] == pytest.approx([80 / 3 * MB] * 3)  # the disk, not the allotment, limits them
     assert table.rate[3] == pytest.approx(40 * MB)  # writes use the other direction

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hybridbed.config.constants import PARALLEL_FETCHES
 from hybridbed.scheduler.model import Resources, StageKind
-from hybridbed.scheduler.transfers import connection_cap_mbps, network_cap_mbps
+from hybridbed.scheduler.transfers import network_cap_mbps, transfer_cap_mbps
 from hybridbed.workers import task as worker_task
 from hybridbed.workers.pacing import Pacer, Rate
 
@@ -14,16 +13,16 @@ IO_HEAVY = Resources(1, 2000, disk_read_mbps=400, disk_write_mbps=300, net_in_mb
 
 
 def test_caps_follow_the_allocation_and_the_scenario_cap():
-    assert connection_cap_mbps(IO_HEAVY, "input", True, None) == 400  # local block: the disk allotment
-    assert connection_cap_mbps(IO_HEAVY, "input", False, None) == 250  # remote: the network allotment
-    assert connection_cap_mbps(IO_HEAVY, "shuffle", False, None) == 250 / PARALLEL_FETCHES
-    assert connection_cap_mbps(IO_HEAVY, "write", True, 10) == 300  # a write is no connection
-    assert connection_cap_mbps(IO_HEAVY, "input", False, 10) == 10  # the scenario's cap holds connections
-    assert connection_cap_mbps(IO_HEAVY, "input", True, 10) == 400  # but not a local read
-    assert connection_cap_mbps(Resources(), "shuffle", True, None) is None  # nothing allotted: uncapped
-    assert network_cap_mbps(IO_HEAVY, StageKind.REDUCE, None) == 250 / PARALLEL_FETCHES
+    assert transfer_cap_mbps(IO_HEAVY, "input", True, None) == 400  # local block: the disk allotment
+    assert transfer_cap_mbps(IO_HEAVY, "input", False, None) == 250  # remote: the network allotment
+    assert transfer_cap_mbps(IO_HEAVY, "shuffle", False, None) == 250  # the reducer's connections together
+    assert transfer_cap_mbps(IO_HEAVY, "write", True, 10) == 300  # a write is no connection
+    assert transfer_cap_mbps(IO_HEAVY, "input", False, 10) == 10  # the scenario's cap holds connections
+    assert transfer_cap_mbps(IO_HEAVY, "input", True, 10) == 400  # but not a local read
+    assert transfer_cap_mbps(Resources(), "shuffle", True, None) is None  # nothing allotted: uncapped
+    assert network_cap_mbps(IO_HEAVY, StageKind.REDUCE, None) == 250
     with pytest.raises(ValueError, match="teleport"):
-        connection_cap_mbps(IO_HEAVY, "teleport", True, None)
+        transfer_cap_mbps(IO_HEAVY, "teleport", True, None)
 
 
 def test_the_pacer_holds_a_task_to_its_rate_after_a_second_of_burst(monkeypatch):

@@ -1,0 +1,83 @@
+"""Which map outputs a reducer fetches next, and over which connection: Hadoop's shuffle scheduling,
+shared by the emulated workers and the simulator.
+
+Hadoop's reducer (ShuffleSchedulerImpl and its Fetcher threads) runs `mapreduce.reduce.shuffle.parallelcopies`
+fetchers. A fetcher takes a host that has completed map outputs for the reducer and no other fetcher on it,
+and copies up to MAX_MAPS_AT_ONCE of that host's outputs over one connection, one after the other; outputs
+that complete later on the same host go over a later connection. So a reducer holds at most one
+connection per map host and at most PARALLEL_FETCHES in all, however many maps its job has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from hybridbed.config.constants import PARALLEL_FETCHES
+
+# Hadoop's ShuffleSchedulerImpl.MAX_MAPS_AT_ONCE: map outputs one fetch connection copies at most.
+MAX_OUTPUTS_PER_CONNECTION = 20
+
+
+@dataclass(frozen=True)
+class Connection:
+    """One fetch connection: these parent tasks' outputs, from one host, in this order."""
+
+    host: str
+    sources: tuple[str, ...]
+
+
+@dataclass
+class ShuffleFetches:
+    """A reducer's view of its parents' outputs: where each one is, which wait, which are under way."""
+
+    parallel: int = PARALLEL_FETCHES
+    per_connection: int = MAX_OUTPUTS_PER_CONNECTION
+    location: dict[str, str] = field(default_factory=dict)  # parent task -> the host its output is on now
+    fetched: set[str] = field(default_factory=set)
+    in_flight: dict[str, Connection] = field(default_factory=dict)  # host -> its open connection
+    _waiting: dict[str, dict[str, None]] = field(default_factory=dict)  # host -> its outputs to fetch, in order
+
+    def announce(self, source: str, host: str) -> None:
+        """A parent's output is on `host` (again, when the parent ran once more elsewhere)."""
+        if source in self.fetched:
+            return
+        old = self.location.get(source)
+        self.location[source] = host
+        if old is not None and old != host:
+            self._waiting.get(old, {}).pop(source, None)
+        if not self._on_connection(source):
+            self._waiting.setdefault(host, {})[source] = None
+
+    def open(self, backing_off: Collection[str] = ()) -> list[Connection]:
+        """The connections to open now: hosts with outputs waiting, no connection and not `backing_off` (after
+        a failure), in the order their first output was announced, while fewer than `parallel` are open."""
+        opened = []
+        for host in list(self._waiting):
+            if len(self.in_flight) >= self.parallel:
+                break
+            if host in self.in_flight or host in backing_off:
+                continue
+            waiting = self._waiting[host]
+            sources = tuple(list(waiting)[: self.per_connection])
+            for source in sources:
+                del waiting[source]
+            if not waiting:
+                del self._waiting[host]
+            connection = self.in_flight[host] = Connection(host, sources)
+            opened.append(connection)
+        return opened
+
+    def done(self, connection: Connection) -> None:
+        """The connection copied all its outputs."""
+        del self.in_flight[connection.host]
+        self.fetched.update(connection.sources)
+
+    def failed(self, connection: Connection) -> None:
+        """The connection broke: its outputs wait again, at the location announced last."""
+        del self.in_flight[connection.host]
+        for source in connection.sources:
+            self._waiting.setdefault(self.location[source], {})[source] = None
+
+    def _on_connection(self, source: str) -> bool:
+        return any(source in c.sources for c in self.in_flight.values())

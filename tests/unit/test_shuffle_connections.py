@@ -1,0 +1,122 @@
+"""Hadoop's shuffle connections (workers/shuffle.py), the shared rate of a reducer's connections, and both
+backends making one connection per map host."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hybridbed.config.fabric import FabricSpec
+from hybridbed.scheduler.model import JobSpec, Resources, build_job
+from hybridbed.simulator.fabric import FabricLinks
+from hybridbed.simulator.flows import Flow, FlowTable
+from hybridbed.workers.pacing import Pacer, Rate
+from hybridbed.workers.shuffle import MAX_OUTPUTS_PER_CONNECTION, Connection, ShuffleFetches
+
+from .test_simulator import simulate
+
+
+def announced(outputs: dict[str, int]) -> ShuffleFetches:
+    """A reducer told of `count` outputs on each host."""
+    plan = ShuffleFetches()
+    for host, count in outputs.items():
+        for i in range(count):
+            plan.announce(f"{host}-m{i}", host)
+    return plan
+
+
+def test_one_connection_per_host_copies_up_to_twenty_outputs_and_five_are_open_at_most():
+    plan = announced({"h0": 45, "h1": 3, "h2": 1, "h3": 1, "h4": 1, "h5": 1})
+    first = plan.open()
+    assert [c.host for c in first] == ["h0", "h1", "h2", "h3", "h4"]  # five at once, in announcement order
+    assert len(first[0].sources) == MAX_OUTPUTS_PER_CONNECTION == 20 and len(first[1].sources) == 3
+    assert plan.open() == []  # all five busy
+    plan.done(first[0])
+    second = plan.open()
+    assert [(c.host, len(c.sources)) for c in second] == [("h0", 20)]  # h0 again before h5: it was first
+    for connection in (*first[1:], *second):
+        plan.done(connection)
+    rest = plan.open()
+    assert sorted((c.host, len(c.sources)) for c in rest) == [("h0", 5), ("h5", 1)]
+    for connection in rest:
+        plan.done(connection)
+    assert len(plan.fetched) == 52 and not plan.in_flight and plan.open() == []
+
+
+def test_a_failed_connection_waits_for_its_backoff_and_goes_to_where_an_output_ran_again():
+    plan = announced({"h0": 2})
+    (connection,) = plan.open()
+    plan.announce("h0-m1", "h9")  # its map ran again on h9 while the connection was open
+    plan.failed(connection)
+    assert plan.open(backing_off={"h0"}) == [Connection("h9", ("h0-m1",))]
+    assert plan.open() == [Connection("h0", ("h0-m0",))]
+    plan.announce("h0-m0", "h7")  # an output on an open connection: fetched where it is, if that works
+    for c in list(plan.in_flight.values()):
+        plan.done(c)
+    plan.announce("h0-m0", "h8")  # fetched already: nothing to do
+    assert plan.fetched == {"h0-m0", "h0-m1"} and plan.open() == []
+
+
+def test_connections_sharing_one_pacer_hold_the_task_to_its_rate_together():
+    pacer = Pacer(Rate(8e6), saved_s=0.0)  # 1 MB/s for the task
+
+    def copy() -> None:
+        for _ in range(10):
+            pacer.take(25_000)
+
+    start = time.monotonic()
+    threads = [threading.Thread(target=copy) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert time.monotonic() - start >= 0.95  # 1 MB in all at 1 MB/s (four pacers would take 0.25 s)
+
+
+def test_a_tasks_flows_share_its_link_and_get_fair_parts_of_it():
+    fabric = FabricSpec(racks=2, hosts_per_rack=2, host_rate_mbps=100, eps_rate_mbps=1000, ocs_rate_mbps=100)
+    links = FabricLinks(fabric, {"r0h0": 0, "r0h1": 0, "r1h0": 1, "r1h1": 1})
+    table = FlowTable(links)
+    task = build_job(JobSpec("j", 0, 1, 0, 0, 1, 0, 1, 1), Resources()).maps[0]
+    link = table.open_task_link(30.0)
+    flows = [Flow("shuffle", task, 0, None, src, "r1h1", 1000, 0.0) for src in ("r0h0", "r0h1", "r1h0")]
+    for flow in flows:
+        table.add(flow, np.inf, None, task_link=link)
+    table.settle()
+    assert table.rate[:3] == pytest.approx([10.0] * 3)  # 30 B/s shared three ways
+    table.set_task_link(link, 90.0)
+    table.settle()
+    assert table.rate[:3] == pytest.approx([30.0] * 3)
+    other = table.open_task_link(5.0)
+    assert other != link
+    table.add(Flow("shuffle", task, 0, None, "r0h0", "r1h0", 1000, 0.0), np.inf, None, task_link=other)
+    table.settle()
+    assert table.rate[3] == pytest.approx(5.0) and table.rate[0] == pytest.approx(30.0)
+
+
+def test_the_simulator_fetches_over_one_connection_per_map_host_held_to_the_task_cap(tmp_path):
+    out = simulate(tmp_path, "fair", "capped", **{"workers.task_rate_cap_mbps": 2})
+    tasks, flows = pd.read_csv(out / "tasks.csv"), pd.read_csv(out / "flows.csv")
+    shuffle = flows[flows.kind == "shuffle"].groupby("task_id")
+    reducers = pd.DataFrame(
+        {
+            "connections": shuffle.size(),
+            "hosts": shuffle.src_host.nunique(),
+            "job_id": shuffle.job_id.first(),
+            "rate_mbps": shuffle.bytes.sum() * 8 / 1e6 / (shuffle.end_s.max() - shuffle.start_s.min()),
+        }
+    )
+    maps = tasks[tasks.kind == "map"].groupby("job_id")
+    reducers["maps"] = reducers.job_id.map(maps.size())
+    reducers["map_hosts"] = reducers.job_id.map(maps.host.nunique())
+    assert len(reducers) == (tasks.kind == "reduce").sum()
+    # one connection per host (each copying up to 20 outputs): fewer connections than maps where a host ran several
+    assert (reducers.hosts <= reducers.map_hosts).all() and (reducers.connections <= reducers.maps).all()
+    assert (reducers.connections < reducers.maps).any()
+    # the 2 Mb/s cap holds each reducer's connections together (per connection, several would make more)
+    assert (reducers.rate_mbps <= 2 * 1.01).all()
+    assert ((reducers.connections > 1) & (reducers.rate_mbps > 1.9)).any()
