@@ -35,7 +35,9 @@ class WorkersSpec(_Strict):
     memory_mb_per_host: float = Field(default=2048.0, gt=0, description="memory the scheduler may allocate on a host")
     container: ContainerSpec = ContainerSpec()
     compute: Literal["sleep", "cpu"] = Field(default="sleep", description="how task compute time is emulated")
-    task_rate_cap_mbps: float | None = Field(default=None, gt=0, description="per-task network cap (emulated Mb/s; a reducer's connections share it)")
+    task_rate_cap_mbps: float | None = Field(
+        default=None, gt=0, description="per-task network cap (emulated Mb/s; a reducer's connections share it)"
+    )
     heartbeat_s: float = Field(
         default=0.5, gt=0, le=10, description="between a worker's heartbeats (free containers are offered then)"
     )

@@ -8,18 +8,29 @@ JobPacker paper (Eq. 1) lets the map and reduce stages use different numbers of 
 - l_map(r) = ceil(N_map / (r * C)) * t_map: the maps run in waves over the C containers of each of the
   r racks; l_red likewise. Corral's own paper (not in ../shared) refines this with measured
   per-task times; this wave form is the one its description and JobPacker's Fig. 5 imply.
-- l_shu = D(r_map, r_red) / BW. The paper's D = D_s / (r_map * r_red) * (r_red - 1) is what one
+- l_shu: the paper's D(r_map, r_red) / BW, with D = D_s / (r_map * r_red) * (r_red - 1) what one
   sending rack carries across racks when tasks are spread evenly and every map rack also hosts
   reduces. It misses the receiving side: with r_red = 1 and r_map = 6, one rack takes in 5/6 of the
-  shuffle through its single OCS input port (or EPS downlink). hybridbed counts the busiest port,
-  sender or receiver, given how many racks run both maps and reduces (`shared`):
-      D = D_s / (r_map * r_red) * max(r_red - [shared = r_map], r_map - [shared = r_red])
-  Before the racks are chosen the sets are taken to overlap as far as they can, which gives the
-  paper's value whenever r_map = r_red, and the Fig. 2 transfer time (3 * 6.25) for its balanced
-  4-rack example.
-- BW is the OCS circuit rate when one rack pair's share of the shuffle, D_s / (r_map * r_red), exceeds
-  the elephant threshold (so it would be lit), else the rack's EPS uplink rate. A model without an
-  OCS (Corral, which plans to avoid cross-rack traffic, and F-EPS) always uses the EPS rate.
+  shuffle through its single port. hybridbed counts the rack pairs at the busiest port, sender or
+  receiver, given how many racks run both maps and reduces (`shared`):
+      pairs = max(r_red - [shared = r_map], r_map - [shared = r_red])
+  and prices them by what carries them:
+  - OCS, when one rack pair's share D_s / (r_map * r_red) exceeds the elephant threshold (so it would be
+    lit): a port has one circuit, so its pairs go one configuration after another,
+        l_shu = pairs * pair_bytes / circuit rate,
+    which is the paper's D / BW whenever r_map = r_red, and the Fig. 2 transfer time (3 * 6.25 for its
+    balanced 4-rack example).
+  - EPS otherwise: the pairs go at once, each at its share of the oversubscribed ToR uplink, which under
+    a full cluster (what a plan packs) every rack shares with the R - 1 racks it sends to:
+        l_shu = pair_bytes / (uplink / (R - 1)).
+  A model without an OCS (Corral, which plans to avoid cross-rack traffic, and F-EPS) always uses the
+  EPS price. Before the racks are chosen the sets are taken to overlap as far as they can.
+
+  The paper's Fig. 5 EPS zone (401 at r_map = 6 falling to 280 at 15, about 1195 s / r_map over the
+  green zone) implies 0.56-0.6 Gb/s for a sending rack's whole D, 1/50 of its §5.1.2 30 Gb/s uplink; no
+  sharing of that uplink in its 15- or 20-rack setting gives so little, so hybridbed keeps the price the
+  fabric implies and its Fig. 5 EPS zone stays a few seconds above the green zone
+  (tests/unit/test_planning.py).
 
 Planners see predicted characteristics only: a recurring job's predicted shuffle size and arrival;
 task counts and per-task times come from the job's input, which is known when it is planned.
@@ -94,18 +105,31 @@ class LatencyModel:
     def uses_ocs(self, job: JobProfile, r_map: int, r_red: int) -> bool:
         return self.ocs_aware and self.pair_bytes(job, r_map, r_red) > self.network.elephant_bytes
 
-    def busiest_port_bytes(self, job: JobProfile, r_map: int, r_red: int, shared: int | None = None) -> float:
-        """Cross-rack shuffle bytes through the busiest rack port (sending or receiving), when `shared`
-        racks run both maps and reduces (default: as many as can)."""
+    @property
+    def eps_pair_Bps(self) -> float:
+        """One rack pair's share of a ToR's EPS uplink when the rack sends to every other rack."""
+        return self.network.eps_uplink_Bps / max(1, self.racks - 1)
+
+    @staticmethod
+    def busiest_port_pairs(r_map: int, r_red: int, shared: int | None = None) -> int:
+        """Rack pairs through the busiest rack port (sending or receiving), when `shared` racks run both
+        maps and reduces (default: as many as can)."""
         shared = min(r_map, r_red) if shared is None else shared
         sent = r_red - (1 if shared == r_map else 0)
         received = r_map - (1 if shared == r_red else 0)
-        return self.pair_bytes(job, r_map, r_red) * max(sent, received)
+        return max(sent, received)
+
+    def busiest_port_bytes(self, job: JobProfile, r_map: int, r_red: int, shared: int | None = None) -> float:
+        """Cross-rack shuffle bytes through the busiest rack port."""
+        return self.pair_bytes(job, r_map, r_red) * self.busiest_port_pairs(r_map, r_red, shared)
 
     def shuffle_latency(self, job: JobProfile, r_map: int, r_red: int, shared: int | None = None) -> float:
-        cross_rack = self.busiest_port_bytes(job, r_map, r_red, shared)
-        rate = self.network.ocs_Bps if self.uses_ocs(job, r_map, r_red) else self.network.eps_uplink_Bps
-        return cross_rack / rate
+        """The port's pairs one circuit after another over the OCS, or all at once over the EPS."""
+        if not self.busiest_port_pairs(r_map, r_red, shared):
+            return 0.0
+        if self.uses_ocs(job, r_map, r_red):
+            return self.busiest_port_bytes(job, r_map, r_red, shared) / self.network.ocs_Bps
+        return self.pair_bytes(job, r_map, r_red) / self.eps_pair_Bps
 
     def latency(self, job: JobProfile, r_map: int, r_red: int) -> float:
         """Eq. (1): the job's predicted duration on r_map map racks and r_red reduce racks."""
