@@ -13,6 +13,14 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from hybridbed.config.constants import (
+    HADOOP_BLOCK_BYTES,
+    MAP_RATE_BYTES_S,
+    MB,
+    REDUCE_INPUT_BYTES,
+    REDUCE_RATE_BYTES_S,
+    TASK_OVERHEAD_S,
+)
 from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.config.validation import SpecError, parse_spec
 
@@ -62,13 +70,26 @@ class WorkersSpec(_Strict):
 
 
 class ShapeSpec(_Strict):
-    block_mb: float = Field(default=128.0, gt=0, description="input per map (one map per block, as Hadoop)")
-    reduce_input_mb: float = Field(default=1000.0, gt=0, description="shuffle bytes per reducer")
-    max_maps: int = Field(default=200, ge=1, description="a job's maps at most")
-    max_reduces: int = Field(default=50, ge=1, description="a job's reducers at most")
-    map_rate_mb_s: float = Field(default=64.0, gt=0, description="a map's compute: input bytes per second")
-    reduce_rate_mb_s: float = Field(default=64.0, gt=0, description="a reducer's compute: shuffle bytes per second")
-    task_overhead_s: float = Field(default=1.0, ge=0, description="compute every task spends besides its bytes")
+    """How a trace's job sizes become tasks (workloads/derivation.py); the defaults are Hadoop's and the
+    JobPacker paper's Fig. 5 (config/constants.py)."""
+
+    block_mb: float = Field(
+        default=HADOOP_BLOCK_BYTES / MB, gt=0, description="input per map (one map per block, as Hadoop)"
+    )
+    reduce_input_mb: float = Field(default=REDUCE_INPUT_BYTES / MB, gt=0, description="shuffle bytes per reducer")
+    max_maps: int | None = Field(
+        default=None, ge=1, description="a job's maps at most (none: a job larger than the cluster runs in waves)"
+    )
+    max_reduces: int | None = Field(default=None, ge=1, description="a job's reducers at most (none: no cap)")
+    map_rate_mb_s: float = Field(
+        default=MAP_RATE_BYTES_S / MB, gt=0, description="a map's compute: input bytes per second"
+    )
+    reduce_rate_mb_s: float = Field(
+        default=REDUCE_RATE_BYTES_S / MB, gt=0, description="a reducer's compute: shuffle and output bytes per second"
+    )
+    task_overhead_s: float = Field(
+        default=TASK_OVERHEAD_S, ge=0, description="compute every task spends besides its bytes"
+    )
 
 
 class SuiteSpec(_Strict):

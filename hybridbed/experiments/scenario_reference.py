@@ -63,6 +63,8 @@ def _default(field: FieldInfo) -> str:
     value = field.default_factory() if field.default_factory is not None else field.default  # type: ignore[call-arg]
     if isinstance(value, BaseModel):
         return "(section)"
+    if isinstance(value, float):
+        return f"`{value:.6g}`"  # a derived default (a rate from a paper's figure) to six digits
     return f"`{value!r}`" if value not in (None, {}, []) else f"`{value}`"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import random
 
+from hybridbed.config.constants import MB
 from hybridbed.config.scenario import DagSpec, Scenario, ShapeSpec, SuiteSpec
 from hybridbed.scheduler.assembly import container, host_capacity
 from hybridbed.scheduler.model import JobSpec
@@ -16,8 +17,6 @@ from hybridbed.workloads.derivation import JobShape, Predictions, make_jobs
 from hybridbed.workloads.swim import read_swim_files
 from hybridbed.workloads.synthetic import facebook_like
 from hybridbed.workloads.tetris_suite import HostBandwidth, SuiteShape, tetris_suite
-
-MB = 1_000_000
 
 
 def job_shape(spec: ShapeSpec) -> JobShape:

@@ -1,16 +1,23 @@
 """From job sizes to tasks: the rate model that every workload source (SWIM trace, generator) shares.
 
 Traces such as SWIM give bytes only (input, shuffle, output per job). The task structure follows
-Hadoop's rules: one map per input block, one reducer per `reduce_input_bytes` of shuffle. Task
-durations follow a processing-rate model:
+Hadoop's rules: one map per input split (the HDFS block), one reducer per `reduce_input_bytes` of
+shuffle, and no cap on either: a job with more tasks than the cluster has containers runs in waves.
+Task durations follow a processing-rate model:
 
-    map compute    = task_overhead_s + block bytes / map_rate
+    map compute    = task_overhead_s + split bytes / map_rate
     reduce compute = task_overhead_s + (fetched bytes + output bytes) / reduce_rate
 
 Network transfer time is not in these numbers: it is what the emulated network (or the simulator's
 flow model) makes of the bytes. `scale` shrinks every byte count together with the link rates; the
 rates above are applied to the shrunk bytes after being shrunk by the same factor, so compute times
 stay what they would be at full scale.
+
+The defaults are Hadoop's and the JobPacker paper's: the split is HDFS's default block; the bytes per
+reducer give the paper's Fig. 5 job (about 90 GB of shuffle, §4.3.1) its 169 reducers; the rates give
+its tasks the durations Fig. 5's latencies imply (config/constants.py says how;
+tests/unit/test_planning.py reproduces the table from them). A scenario that needs coarser tasks (an emulation on one small machine) sets its own shape
+and says why.
 """
 
 from __future__ import annotations
@@ -19,20 +26,25 @@ import math
 import random
 from dataclasses import dataclass
 
+from hybridbed.config.constants import (
+    HADOOP_BLOCK_BYTES,
+    MAP_RATE_BYTES_S,
+    REDUCE_INPUT_BYTES,
+    REDUCE_RATE_BYTES_S,
+    TASK_OVERHEAD_S,
+)
 from hybridbed.scheduler.model import JobSpec, Predicted
-
-MB = 1_000_000
 
 
 @dataclass(frozen=True)
 class JobShape:
-    block_bytes: int = 128 * MB
-    reduce_input_bytes: int = 1_000 * MB
-    max_maps: int = 200
-    max_reduces: int = 50
-    map_rate_bytes_s: float = 64 * MB
-    reduce_rate_bytes_s: float = 64 * MB
-    task_overhead_s: float = 1.0
+    block_bytes: int = HADOOP_BLOCK_BYTES
+    reduce_input_bytes: int = REDUCE_INPUT_BYTES
+    max_maps: int | None = None  # a cap only a scenario sets, and says why
+    max_reduces: int | None = None
+    map_rate_bytes_s: float = MAP_RATE_BYTES_S
+    reduce_rate_bytes_s: float = REDUCE_RATE_BYTES_S
+    task_overhead_s: float = TASK_OVERHEAD_S
 
 
 @dataclass(frozen=True)
@@ -64,8 +76,10 @@ def derive_job(
     """A JobSpec from full-scale sizes: bytes scaled, task counts and compute times from the rate model."""
     inp, shuf, out = (int(round(b * scale)) for b in (input_bytes, shuffle_bytes, output_bytes))
     block = max(1, int(shape.block_bytes * scale))
-    n_maps = min(shape.max_maps, max(1, math.ceil(inp / block)))
-    n_reduces = min(shape.max_reduces, math.ceil(shuf / max(1, shape.reduce_input_bytes * scale))) if shuf else 0
+    n_maps = max(1, math.ceil(inp / block))
+    n_reduces = math.ceil(shuf / max(1, shape.reduce_input_bytes * scale)) if shuf else 0
+    n_maps = min(n_maps, shape.max_maps or n_maps)
+    n_reduces = min(n_reduces, shape.max_reduces or n_reduces)
     map_rate, reduce_rate = shape.map_rate_bytes_s * scale, shape.reduce_rate_bytes_s * scale
     map_s = shape.task_overhead_s + inp / n_maps / map_rate
     reduce_s = shape.task_overhead_s + ((shuf + out) / n_reduces / reduce_rate if n_reduces else 0.0)

@@ -8,6 +8,7 @@ from collections import defaultdict
 
 import pytest
 
+from hybridbed.config.constants import FIG5_MAP_S, FIG5_REDUCE_S
 from hybridbed.controller.circuits import drain_time
 from hybridbed.policies.corral import CorralPolicy
 from hybridbed.policies.jobpacker import JobPackerPolicy
@@ -66,15 +67,13 @@ FIG5_ROWS = {
 }
 FIG5_GREEN = [211, 205, 203, 202, 202] + [201] * 10
 FIG5_EPS = {6: 401, 7: 372, 8: 351, 9: 334, 10: 320, 11: 309, 12: 300, 13: 292, 14: 286, 15: 280}
-FIG5_MAP_WAVE_S = (630 - 211) / 5  # six map waves at r_map = 1, one from r_map = 6 on
-FIG5_REDUCE_S = 201 - FIG5_MAP_WAVE_S  # the single-wave plateau less its map wave
 
 
 def fig5_model() -> tuple[LatencyModel, JobProfile]:
     """The paper's Fig. 5 job at its simulation rates (§5.1.2: 30 Gb/s uplinks, 100 Gb/s circuits, a 1.125 GB
     threshold); about 90 GB of shuffle (the green zone's edge), per-task times read off two cells."""
     network = NetworkView(eps_uplink_Bps=30e9 / 8, ocs_Bps=100e9 / 8, elephant_bytes=1.125 * GB)
-    job = profile("fig5", 3472, 169, 90 * GB, map_s=FIG5_MAP_WAVE_S, reduce_s=FIG5_REDUCE_S)
+    job = profile("fig5", 3472, 169, 90 * GB, map_s=FIG5_MAP_S, reduce_s=FIG5_REDUCE_S)
     return LatencyModel(15, 600, network), job
 
 

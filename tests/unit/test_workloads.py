@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from hybridbed.config.constants import (
+    FIG5_MAP_S,
+    FIG5_MAPS,
+    FIG5_REDUCE_S,
+    FIG5_REDUCES,
+    FIG5_SHUFFLE_BYTES,
+    HADOOP_BLOCK_BYTES,
+)
 from hybridbed.config.validation import SpecError
 from hybridbed.experiments.scenarios import load_scenario
 from hybridbed.workloads.build import build_workload
@@ -56,6 +65,19 @@ def test_task_counts_and_durations_follow_the_rate_model():
     scaled = derive_job("j", 0.0, 1_000, 2_500, 500, shape, 0.1, recurring=False)
     assert (scaled.n_maps, scaled.n_reduces, scaled.shuffle_bytes) == (10, 3, 250)
     assert scaled.map_compute_s == pytest.approx(job.map_compute_s)  # scale keeps compute times
+
+
+def test_the_default_shape_gives_the_fig5_job_its_tasks_and_durations_and_caps_nothing():
+    """Hadoop's 128 MB split and Fig. 5's job (3472 maps, 169 reduces, about 90 GB of shuffle) at its task times."""
+    shape = JobShape()
+    job = derive_job("fig5", 0.0, FIG5_MAPS * HADOOP_BLOCK_BYTES, FIG5_SHUFFLE_BYTES, 0, shape, 1.0, recurring=False)
+    assert (job.n_maps, job.n_reduces) == (FIG5_MAPS, FIG5_REDUCES)
+    assert job.map_compute_s == pytest.approx(FIG5_MAP_S, abs=1e-3)
+    assert job.reduce_compute_s == pytest.approx(FIG5_REDUCE_S, abs=0.5)  # 90 GB / 169 is not quite 533 MB
+    huge = derive_job("huge", 0.0, 10**15, 10**14, 0, shape, 1.0, recurring=False)
+    assert huge.n_maps == math.ceil(10**15 / HADOOP_BLOCK_BYTES) and huge.n_reduces == math.ceil(10**14 / 533e6)
+    capped = derive_job("huge", 0.0, 10**15, 10**14, 0, JobShape(max_maps=40, max_reduces=20), 1.0, recurring=False)
+    assert (capped.n_maps, capped.n_reduces) == (40, 20)
 
 
 def test_synthetic_shuffle_sizes_match_the_paper_percentiles():
