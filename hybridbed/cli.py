@@ -85,7 +85,7 @@ def _ocs_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--delay-ms", type=float, help=f"reconfiguration delay (default {_default(OcsSpec, 'reconfig_delay_ms')} ms)"
     )
-    group.add_argument("--steering", choices=["all", "marked"], help="which traffic a circuit carries")
+    group.add_argument("--steering", choices=["all", "elephant", "marked"], help="which traffic a circuit carries")
     group.add_argument(
         "--bulk-dscp",
         type=int,

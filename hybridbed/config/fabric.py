@@ -98,10 +98,20 @@ class OcsSpec(BaseModel):
     reconfig_delay_ms: float = Field(
         default=10.0, ge=0, le=10_000, description="dark time of a reconfiguration (JobPacker §5.1.2: 10 ms)"
     )
-    steering: Literal["all", "marked"] = Field(
+    steering: Literal["all", "elephant", "marked"] = Field(
         default="all",
-        description="all: a lit rack pair's traffic rides its circuit; marked: only packets with bulk_dscp",
+        description=(
+            "all: a lit rack pair's traffic rides its circuit (Helios-style); elephant: only shuffle traffic of"
+            " (job, source rack, destination rack) aggregates at or above the elephant threshold, which the"
+            " workers mark with bulk_dscp (JobPacker §2.2); marked: only packets a sender marked with bulk_dscp"
+        ),
     )
+
+    @property
+    def steers_marked_only(self) -> bool:
+        """Circuits carry only packets marked with bulk_dscp (the workers mark elephant shuffles)."""
+        return self.steering != "all"
+
     bulk_dscp: int = Field(
         default=DEFAULT_BULK_DSCP, ge=1, le=63, description="the DSCP of bulk traffic (AF11, RFC 4594)"
     )

@@ -46,9 +46,9 @@ def _rack_match(plan: FabricPlan, rack: int, bulk_dscp: int | None = None) -> tu
 
 
 def steering_entry(plan: FabricPlan, ocs: OcsSpec, src_rack: int, dst_rack: int, ocs_port: int) -> FlowEntry:
-    """On ToR src_rack: traffic for dst_rack (only bulk-marked traffic in steering mode `marked`) out of
-    OCS port `ocs_port`."""
-    bulk = ocs.bulk_dscp if ocs.steering == "marked" else None
+    """On ToR src_rack: traffic for dst_rack (only bulk-marked traffic in steering modes `elephant` and
+    `marked`) out of OCS port `ocs_port`."""
+    bulk = ocs.bulk_dscp if ocs.steers_marked_only else None
     return FlowEntry(
         plan.tor_dpid(src_rack),
         PRIO_CIRCUIT,

@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from hybridbed.config.addressing import TorCorePort
+from hybridbed.config.fabric import OcsSpec
 from hybridbed.config.scenario import Scenario
 from hybridbed.controller.client import DEFAULT_REST_PORT, ControllerError
 from hybridbed.controller.events import OCS_EVENT_FIELDS, OcsEvent, read_event_log
@@ -140,7 +141,7 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
                 events = _write_ocs_events(net, out_dir, _workload_start(out_dir) or t0)
                 if not (out_dir / "summary.json").exists() and (out_dir / "jobs.csv").exists():
                     summarize(out_dir, len(build_workload(scenario)), status)  # the scheduler died before its own
-                _account_paths(out_dir, events, scenario.scaled_ocs().elephant_threshold_bytes)
+                _account_paths(out_dir, events, scenario.scaled_ocs())
                 _add_fidelity(out_dir, monitor)
             finally:
                 net.stop(status=status)
@@ -243,7 +244,7 @@ def _read_counters(net: HybridNetwork, ports: dict[tuple[str, int], TorCorePort]
     ]
 
 
-def _account_paths(out_dir: Path, events: list[OcsEvent], elephant_bytes: float) -> None:
+def _account_paths(out_dir: Path, events: list[OcsEvent], ocs_spec: OcsSpec) -> None:
     """Add each flow's path and OCS bytes to flows.csv, and the EPS/OCS byte split, all traffic and shuffle
     apart, to summary.json."""
     summary_path, flows_path, links_path = (out_dir / n for n in ("summary.json", "flows.csv", "links.csv"))
@@ -253,10 +254,10 @@ def _account_paths(out_dir: Path, events: list[OcsEvent], elephant_bytes: float)
     if "started_at_unix" not in summary:  # made for a scheduler that died: flow times cannot be placed on the clock
         return
     flows = pd.read_csv(flows_path)
-    annotate_flows(flows, events, summary["started_at_unix"]).to_csv(flows_path, index=False)
+    annotate_flows(flows, events, summary["started_at_unix"], ocs_spec.steering).to_csv(flows_path, index=False)
     eps, ocs = uplink_bytes(pd.read_csv(links_path)) if links_path.exists() else (0, 0)
     add_uplink_totals(out_dir, eps, ocs, len(events))
-    add_flow_totals(out_dir, elephant_bytes)
+    add_flow_totals(out_dir, ocs_spec.elephant_threshold_bytes)
 
 
 def _add_fidelity(out_dir: Path, monitor: FidelityMonitor) -> None:

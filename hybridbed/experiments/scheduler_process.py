@@ -272,6 +272,7 @@ class SchedulerServer:
                 write_bytes(Path(self.hosts[host]["data_dir"]) / "blocks" / block.block_id, block.size_bytes)
 
     def _dispatch(self, launches: list[Launch], notices: list[ShuffleNotice]) -> None:
+        ocs = self.scenario.ocs
         for launch in launches:
             message: LaunchMessage = {"op": "launch", "task": self._task_message(launch.task)}
             self._send(launch.host, message)
@@ -286,6 +287,7 @@ class SchedulerServer:
                     "ip": self.hosts[source.host]["ip"],
                     "path": f"{_output_dir(source)}/{partition_name(consumer)}",
                     "bytes": source.partition_for(consumer),
+                    "dscp": ocs.bulk_dscp if notice.elephant and ocs.steering == "elephant" else None,
                 },
             }
             self._send(consumer.host, notice_message)
@@ -380,6 +382,7 @@ class SchedulerServer:
                 "bytes": message["bytes"],
                 "start_s": round(message["start"] - self.t0, 4),
                 "end_s": round(message["end"] - self.t0, 4),
+                "elephant": int(message.get("elephant", False)),
             }
         )
 

@@ -1,8 +1,9 @@
 """Which path a run's bytes took: the exact EPS/OCS split from the ToR uplink counters, and a per-flow
 path read off the circuit timeline (a flow between racks a and b rode the OCS while circuit a->b was lit).
 
-The per-flow path assumes steering mode `all`; in mode `marked` the workers' traffic is unmarked and
-stays on the EPS.
+Which flows may ride a lit circuit depends on the steering mode: all of them (`all`), the shuffle
+connections of elephant aggregates, which the workers mark (`elephant`), or none of the workers' (`marked`:
+only what a sender such as a probe marks).
 """
 
 from __future__ import annotations
@@ -67,14 +68,15 @@ def path_by_ocs_share(share: float) -> str:
     return "ocs" if share >= LIT_FULLY else "eps" if share <= LIT_NEVER else "mixed"
 
 
-def annotate_flows(flows: pd.DataFrame, events: list[OcsEvent], t0: float) -> pd.DataFrame:
+def annotate_flows(flows: pd.DataFrame, events: list[OcsEvent], t0: float, steering: str = "all") -> pd.DataFrame:
     """flows.csv with `path` and `ocs_bytes` columns; flow times are seconds after t0 (unix), event times unix.
     A flow's bytes over the OCS are estimated as its bytes times the share of its duration its circuit was lit
     (flows are paced, so their rate is about even); the simulator counts them exactly."""
     intervals = lit_intervals(events)
     paths, ocs_bytes = [], []
     for r in flows.itertuples():
-        share = lit_share(r.src_rack, r.dst_rack, r.start_s + t0, r.end_s + t0, intervals)
+        steered = steering == "all" or (steering == "elephant" and bool(r.elephant))
+        share = lit_share(r.src_rack, r.dst_rack, r.start_s + t0, r.end_s + t0, intervals) if steered else 0.0
         paths.append("rack" if r.src_rack == r.dst_rack else path_by_ocs_share(share))
         ocs_bytes.append(round(r.bytes * share))
     return flows.assign(path=paths, ocs_bytes=ocs_bytes)

@@ -66,6 +66,7 @@ FLOW_FIELDS = [
     "bytes",
     "start_s",
     "end_s",
+    "elephant",  # 1: a shuffle connection of an elephant aggregate (marked for the circuits in steering `elephant`)
 ]
 # flows.csv once each flow's path is known: rack, eps, ocs or mixed, and the bytes it sent over a circuit
 FLOW_PATH_FIELDS = FLOW_FIELDS + ["path", "ocs_bytes"]

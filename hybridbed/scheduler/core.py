@@ -6,6 +6,7 @@ or the flow-level simulator) feeds it events with their times and carries out wh
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
@@ -34,10 +35,13 @@ class Launch:
 @dataclass(frozen=True)
 class ShuffleNotice:
     """Tell a running task where the output of one of its parent tasks is (a later notice for the same
-    parent supersedes it)."""
+    parent supersedes it), and whether it belongs to an elephant: a (job, source rack, consumer rack)
+    aggregate whose announced bytes have reached the elephant threshold (JobPacker §2.2), which steering
+    mode `elephant` lets ride a circuit."""
 
     consumer: Task
     source: Task
+    elephant: bool = False
 
 
 class SchedulerCore:
@@ -49,6 +53,8 @@ class SchedulerCore:
         self.tasks: dict[str, Task] = {}
         self.finished: list[Job] = []
         self._told: dict[str, dict[str, tuple[str, int]]] = {}  # consumer -> parent task -> (host, attempt)
+        # per running job: shuffle bytes announced per (source rack, consumer rack)
+        self._announced: dict[str, dict[tuple[int, int], int]] = {}
         self._sources: dict[str, str] = {}  # running map -> the host it reads its block from
         self._suspended: dict[str, Resources] = {}  # suspended task -> what it held before
         # per job, what happened since its last notices: tasks with children finished, tasks with parents
@@ -161,6 +167,7 @@ class SchedulerCore:
             for reduce in job.reduces:
                 self._told.pop(reduce.task_id, None)
             self._news.pop(job.job_id, None)
+            self._announced.pop(job.job_id, None)
             self.finished.append(job)
             return job
         return None
@@ -341,11 +348,29 @@ class SchedulerCore:
                 for c in stages[child].tasks
                 if c.state in ON_HOST
             ]
+            told_now = []
             for consumer, source in pairs:
                 if consumer.state not in ON_HOST or source.state is not TaskState.DONE:
                     continue
                 told = self._told.setdefault(consumer.task_id, {})
                 if told.get(source.task_id) != (source.host, source.attempt):
                     told[source.task_id] = (source.host, source.attempt)
-                    notices.append(ShuffleNotice(consumer, source))
+                    told_now.append((consumer, source))
+            notices += self._classify(job_id, told_now)
+        return notices
+
+    def _classify(self, job_id: str, told: list[tuple[Task, Task]]) -> list[ShuffleNotice]:
+        """Notices for (consumer, source) pairs, each an elephant if its (job, source rack, consumer rack)
+        aggregate, counting every byte announced so far with these, reaches the elephant threshold (a pair
+        that crosses it stays an elephant; bytes announced before it crossed went as mice)."""
+        rack_of = self.cluster.rack_of
+        announced = self._announced.setdefault(job_id, {})
+        for consumer, source in told:
+            pair = (rack_of[source.host], rack_of[consumer.host])
+            announced[pair] = announced.get(pair, 0) + source.partition_for(consumer)
+        threshold = self.cluster.network.elephant_bytes if self.cluster.network else math.inf
+        notices = []
+        for consumer, source in told:
+            pair = (rack_of[source.host], rack_of[consumer.host])
+            notices.append(ShuffleNotice(consumer, source, pair[0] != pair[1] and announced[pair] >= threshold))
         return notices

@@ -68,6 +68,7 @@ class ReduceFetches:
     n_sources: int
     plan: ShuffleFetches = field(default_factory=ShuffleFetches)
     sizes: dict[str, int] = field(default_factory=dict)  # parent task -> its partition's bytes
+    elephants: set[str] = field(default_factory=set)  # parent tasks announced as part of an elephant
     fetched_bytes: int = 0
     link: int | None = None
 
@@ -111,7 +112,7 @@ class Simulation:
         ]
         self.task_cap_mbps = workers.task_rate_cap_mbps
         self.ocs = SimulatedOcs(fabric.racks, self.links.ports, scenario.scaled_ocs())
-        self.circuits_carry_tasks = scenario.ocs.steering == "all"  # in `marked` mode task traffic is unmarked
+        self.steering = scenario.ocs.steering  # in `marked` mode task traffic is unmarked
         self.now = 0.0
         self.events = 0
         self._timed: list[tuple[float, int, str, object]] = []
@@ -211,6 +212,8 @@ class Simulation:
             fetches = self._reduces[notice.consumer.task_id]
             source = notice.source
             fetches.sizes[source.task_id] = source.partition_for(fetches.task)
+            if notice.elephant:
+                fetches.elephants.add(source.task_id)
             fetches.plan.announce(source.task_id, source.host)
             self._pump(fetches)
 
@@ -346,9 +349,9 @@ class Simulation:
         task = fetches.task
         for connection in fetches.plan.open():
             size = sum(fetches.sizes[source] for source in connection.sources)
-            self._start_flow(
-                Flow("shuffle", task, fetches.attempt, connection, connection.host, task.host, size, self.now)
-            )
+            flow = Flow("shuffle", task, fetches.attempt, connection, connection.host, task.host, size, self.now)
+            flow.elephant = any(source in fetches.elephants for source in connection.sources)
+            self._start_flow(flow)
 
     def _hold_shuffle_rate(self, fetches: ReduceFetches) -> None:
         """Give the reducer's connections the link they share at its rate now (or none, uncapped)."""
@@ -371,13 +374,15 @@ class Simulation:
     def _start_flow(self, flow: Flow, remaining: float | None = None) -> None:
         local = flow.src == flow.dst
         a, b = self.cluster.rack_of[flow.src], self.cluster.rack_of[flow.dst]
-        circuit = self.ocs.lit.get((a, b)) if self.circuits_carry_tasks else None
+        circuit = self.ocs.lit.get((a, b))
+        steerable = self.steering == "all" or (self.steering == "elephant" and flow.elephant)
         if flow.kind == "shuffle":  # held to the task's rate by its link; a local copy by the loopback
             link = self._reduces[flow.task.task_id].link
-            self.flows.add(flow, LOOPBACK_BYTES_S if local else np.inf, circuit, remaining, link)
+            self.flows.add(flow, LOOPBACK_BYTES_S if local else np.inf, circuit, remaining, link, steerable)
             return
         cap_mbps = transfer_cap_mbps(flow.task.allocation, flow.kind, local, self.task_cap_mbps)
-        self.flows.add(flow, cap_mbps * MBPS_TO_BYTES_S if cap_mbps else np.inf, circuit, remaining)
+        cap = cap_mbps * MBPS_TO_BYTES_S if cap_mbps else np.inf
+        self.flows.add(flow, cap, circuit, remaining, steerable=steerable)
 
     def _flow_finished(self, flow: Flow) -> None:
         task = flow.task
@@ -404,6 +409,7 @@ class Simulation:
                     "end_s": round(self.now, 6),
                     "path": path,
                     "ocs_bytes": round(flow.ocs_bytes),
+                    "elephant": int(flow.elephant),
                 }
             )
         if flow.kind == "input":
@@ -439,5 +445,4 @@ class Simulation:
         self._at(max(due + interval, self.now + FINISH_TOLERANCE_S), "ocs_tick", due + interval)
 
     def _reroute(self, a: int, b: int) -> None:
-        if self.circuits_carry_tasks:
-            self.flows.reroute(a, b, self.ocs.lit.get((a, b)))
+        self.flows.reroute(a, b, self.ocs.lit.get((a, b)))

@@ -44,11 +44,12 @@ class Flow:
     size: int
     start_s: float
     ocs_bytes: float = 0.0  # set when the flow finishes
+    elephant: bool = False  # a shuffle connection of an elephant aggregate
 
 
 class FlowTable:
     # one row per flow in flight (grown by _grow_flows): its class, rack pair (-1 within a rack), start,
-    # bytes left, rate now, bytes sent over the OCS, and whether it rides a circuit now
+    # bytes left, rate now, bytes sent over the OCS, whether it rides a circuit now, and whether it may
     cls: np.ndarray
     pair: np.ndarray
     start: np.ndarray
@@ -56,6 +57,7 @@ class FlowTable:
     rate: np.ndarray
     ocs: np.ndarray
     on_ocs: np.ndarray
+    steerable: np.ndarray
 
     def __init__(self, links: FabricLinks):
         self.links = links
@@ -89,6 +91,7 @@ class FlowTable:
             ("rate", 0.0, float),
             ("ocs", 0.0, float),
             ("on_ocs", False, bool),
+            ("steerable", False, bool),
         ):
             new = np.full(rows, fill, dtype=dtype)
             old = self.__dict__.get(name)
@@ -158,10 +161,12 @@ class FlowTable:
         circuit: Circuit | None,
         remaining: float | None = None,
         task_link: int | None = None,
+        steerable: bool = True,
     ) -> None:
         """Start a flow (or go on with one taken out by `take_out`: `remaining` bytes still to send); `cap` is
-        its own rate limit (inf: none), `circuit` what carries its racks' traffic, `task_link` the link its
-        task's flows share (None: none)."""
+        its own rate limit (inf: none), `circuit` what carries its racks' traffic (if the flow is `steerable`:
+        may ride a circuit), `task_link` the link its task's flows share (None: none)."""
+        circuit = circuit if steerable else None
         row = len(self.flows)
         if row == len(self.remaining):
             self._grow_flows(2 * row)
@@ -175,13 +180,14 @@ class FlowTable:
         self.remaining[row], self.rate[row] = flow.size if remaining is None else remaining, 0.0
         self.ocs[row] = flow.ocs_bytes
         self.start[row], self.on_ocs[row] = flow.start_s, circuit is not None and a != b
+        self.steerable[row] = steerable
         self._stale = True
 
     def reroute(self, a: int, b: int, circuit: Circuit | None) -> None:
-        """Rack pair a->b now goes over `circuit` (None: the EPS)."""
+        """Rack pair a->b's steerable flows now go over `circuit` (None: the EPS)."""
         n = len(self.flows)
         core = self.links.core_links(a, b, circuit)
-        for row in np.flatnonzero(self.pair[:n] == a * self.links.racks + b):
+        for row in np.flatnonzero((self.pair[:n] == a * self.links.racks + b) & self.steerable[:n]):
             old = int(self.cls[row])
             nic_up, _, _, nic_down, *rest = (int(link) for link in self.class_paths[old])
             path = (nic_up, *core, nic_down, *rest)
@@ -231,7 +237,16 @@ class FlowTable:
         self._leave_class(int(self.cls[row]))
         last = len(self.flows) - 1
         if row != last:
-            for array in (self.cls, self.pair, self.start, self.remaining, self.rate, self.ocs, self.on_ocs):
+            for array in (
+                self.cls,
+                self.pair,
+                self.start,
+                self.remaining,
+                self.rate,
+                self.ocs,
+                self.on_ocs,
+                self.steerable,
+            ):
                 array[row] = array[last]
             self.flows[row] = self.flows[last]
         self.flows.pop()

@@ -1,11 +1,12 @@
 """Moving task data between hosts over real TCP on the emulated network: a file server in every worker
 (map outputs, input block replicas) and the client that tasks fetch with.
 
-A request is one JSON line `{"paths": [...], "rate_bps": ...}`; the answer is, for each path in turn, the
+A request is one JSON line `{"paths": [...], "rate_bps": ..., "dscp": ...}`; the answer is, for each path in turn, the
 file's size (8 bytes, big-endian; -1 if there is no such file, and nothing follows) and its bytes, sent
 with sendfile(2): a reducer copies several map outputs of one host over one connection, as Hadoop's
 fetchers do. A rate cap is enforced by the kernel's TCP pacing on the sending socket
-(SO_MAX_PACING_RATE), so the cap shapes the flow itself.
+(SO_MAX_PACING_RATE), so the cap shapes the flow itself; a DSCP marks the connection's packets (IP_TOS), which
+steering modes `elephant` and `marked` send over a lit circuit.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class _DataRequest(socketserver.StreamRequestHandler):
         request = json.loads(self.rfile.readline())
         if request.get("rate_bps"):
             self.connection.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, int(request["rate_bps"] / 8))
+        if request.get("dscp"):
+            self.connection.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, request["dscp"] << 2)
         for name in request["paths"]:
             path = (self.server.data_dir / name).resolve()
             if self.server.data_dir not in path.parents or not path.is_file():
@@ -70,16 +73,22 @@ class Fetch:
 
 
 def fetch(
-    ip: str, paths: list[str], rate_bps: float | None = None, pacer: Pacer | None = None, timeout_s: float = 60.0
+    ip: str,
+    paths: list[str],
+    rate_bps: float | None = None,
+    pacer: Pacer | None = None,
+    timeout_s: float = 60.0,
+    dscp: int | None = None,
 ) -> Fetch:
     """Read files from a worker's data server over one connection, one after the other; the bytes are
-    counted, not kept. The sender paces the connection at `rate_bps`; `pacer`, if given, holds the reading
-    side to a rate that may change meanwhile (TCP's flow control then slows the sender)."""
+    counted, not kept. The sender paces the connection at `rate_bps` and marks its packets with `dscp`;
+    `pacer`, if given, holds the reading side to a rate that may change meanwhile (TCP's flow control then
+    slows the sender)."""
     start = time.time()
     received = 0
     try:
         with socket.create_connection((ip, DATA_PORT), timeout=timeout_s) as sock:
-            sock.sendall((json.dumps({"paths": paths, "rate_bps": rate_bps}) + "\n").encode())
+            sock.sendall((json.dumps({"paths": paths, "rate_bps": rate_bps, "dscp": dscp}) + "\n").encode())
             for path in paths:
                 (size,) = struct.unpack(">q", _read_exact(sock, 8))
                 if size < 0:

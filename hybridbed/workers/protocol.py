@@ -75,6 +75,7 @@ class SourceNotice(TypedDict):
     ip: str
     path: str
     bytes: int
+    dscp: int | None  # mark the connection that fetches it (an elephant in steering mode `elephant`)
 
 
 class NoticeMessage(TypedDict):
@@ -148,6 +149,7 @@ class FetchMessage(TypedDict):
     event: Literal["fetch"]
     kind: Literal["input", "shuffle"]
     sources: NotRequired[list[str]]  # shuffle: the parent tasks whose outputs the connection copied
+    elephant: NotRequired[bool]  # shuffle: the connection was marked for the circuits
     src_host: str
     bytes: int
     start: float

@@ -145,17 +145,18 @@ def run_reduce(task: dict, data_dir: Path, notices: queue.Queue[dict], speed: Sp
     latest: dict[str, dict] = {}
     retry_at: dict[str, float] = {}
     fetched_bytes = 0
-    results: queue.Queue[tuple[Connection, dict | None]] = queue.Queue()
+    results: queue.Queue[tuple[Connection, dict | Exception | None]] = queue.Queue()
     pacer = Pacer(rates.connection, saved_s=0.0)  # the task's connections share its rate
 
-    def worker(connection: Connection, ip: str, paths: list[str]) -> None:
+    def worker(connection: Connection, ip: str, paths: list[str], dscp: int | None) -> None:
         try:
-            got = fetch(ip, paths, task.get("rate_bps"), pacer)
-            results.put(
-                (connection, {"src_host": connection.host, "bytes": got.bytes, "start": got.start, "end": got.end})
-            )
+            got = fetch(ip, paths, task.get("rate_bps"), pacer, dscp=dscp)
+            result = {"src_host": connection.host, "bytes": got.bytes, "start": got.start, "end": got.end}
+            results.put((connection, {**result, "elephant": dscp is not None}))
         except FetchError:
             results.put((connection, None))
+        except Exception as err:  # a bug, not the network: the task fails with it rather than wait for ever
+            results.put((connection, err))
 
     while len(plan.fetched) < n_sources:
         while True:  # take every notice that has arrived
@@ -168,10 +169,14 @@ def run_reduce(task: dict, data_dir: Path, notices: queue.Queue[dict], speed: Sp
             plan.announce(notice["source"], notice["host"])
         backing_off = {host for host, at in retry_at.items() if at > time.monotonic()}
         for connection in plan.open(backing_off):
-            ip, paths = latest[connection.sources[0]]["ip"], [latest[s]["path"] for s in connection.sources]
-            threading.Thread(target=worker, args=(connection, ip, paths), daemon=True).start()
+            notices_now = [latest[source] for source in connection.sources]
+            ip, paths = notices_now[0]["ip"], [n["path"] for n in notices_now]
+            dscp = next((n["dscp"] for n in notices_now if n.get("dscp")), None)  # one elephant marks it
+            threading.Thread(target=worker, args=(connection, ip, paths, dscp), daemon=True).start()
         while not results.empty():
             connection, result = results.get()
+            if isinstance(result, Exception):
+                raise result
             if result is None:
                 plan.failed(connection)
                 retry_at[connection.host] = time.monotonic() + FETCH_RETRY_S

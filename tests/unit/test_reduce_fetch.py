@@ -14,7 +14,7 @@ def test_a_stalled_connection_is_retried_until_it_succeeds_and_a_host_serves_its
 ):
     connections: list[tuple[str, list[str]]] = []
 
-    def flaky_fetch(ip, paths, rate_bps=None, pacer=None):
+    def flaky_fetch(ip, paths, rate_bps=None, pacer=None, dscp=None):
         connections.append((ip, paths))
         if ip == "10.0.0.2" and len(connections) < 4:
             raise FetchError("timed out")

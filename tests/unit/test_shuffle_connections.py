@@ -120,3 +120,21 @@ def test_the_simulator_fetches_over_one_connection_per_map_host_held_to_the_task
     # the 2 Mb/s cap holds each reducer's connections together (per connection, several would make more)
     assert (reducers.rate_mbps <= 2 * 1.01).all()
     assert ((reducers.connections > 1) & (reducers.rate_mbps > 1.9)).any()
+
+
+def test_in_steering_mode_elephant_only_elephant_aggregates_ride_the_circuits(tmp_path):
+    out = simulate(tmp_path, "jobpacker", "elephant", **{"ocs.steering": "elephant"})
+    flows, events = pd.read_csv(out / "flows.csv"), pd.read_csv(out / "ocs_events.csv")
+    cross = flows[flows.src_rack != flows.dst_rack]
+    elephants, mice = cross[cross.elephant == 1], cross[cross.elephant == 0]
+    assert len(events) and len(elephants) and len(mice)
+    assert (flows[flows.elephant == 1].kind == "shuffle").all()  # input reads and in-rack copies never are
+    assert elephants.ocs_bytes.sum() > 0 and mice.ocs_bytes.sum() == 0
+    # an aggregate is an elephant once its announced bytes reach the (scaled) threshold
+    threshold = 100_000_000 * 0.001
+    shuffle = cross[cross.kind == "shuffle"].groupby(["job_id", "src_rack", "dst_rack"])
+    aggregates = pd.DataFrame({"bytes": shuffle.bytes.sum(), "elephant": shuffle.elephant.max()})
+    assert (aggregates[aggregates.elephant == 1].bytes >= threshold).all()
+    assert (aggregates[aggregates.bytes < threshold].elephant == 0).all()
+    everything = pd.read_csv(simulate(tmp_path, "jobpacker", "all") / "flows.csv")
+    assert everything[everything.src_rack != everything.dst_rack].ocs_bytes.sum() > elephants.ocs_bytes.sum()
