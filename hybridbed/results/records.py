@@ -93,13 +93,13 @@ class CsvLog:
         self.fields = fields
         self.flush_interval_s = flush_interval_s
         self._file = path.open("w", newline="")
-        self._writer = csv.DictWriter(self._file, fieldnames=fields)
-        self._writer.writeheader()
+        self._writer = csv.writer(self._file)
+        self._writer.writerow(fields)
         self._file.flush()
         self._flushed = time.monotonic()
 
     def write(self, row: dict) -> None:
-        self._writer.writerow({k: row.get(k, "") for k in self.fields})
+        self._writer.writerow([row.get(k, "") for k in self.fields])
         if time.monotonic() - self._flushed >= self.flush_interval_s:
             self._file.flush()
             self._flushed = time.monotonic()
@@ -162,25 +162,26 @@ def job_row(job: Job) -> dict:
 
 class AllocationTimeline:
     """allocation.csv: what the scheduler has handed out over time (tasks running, suspended, pending; the
-    live hosts' cores and memory allocated, as fractions), a row whenever it changed, at most one per
-    `interval_s` of run time, and the last state at the end."""
+    live hosts' cores and memory allocated, as fractions), sampled at most once per `interval_s` of run
+    time, a row for each sample that differs from the last row, and the last state at the end."""
 
     def __init__(self, path: Path, interval_s: float = 1.0):
         self.log = CsvLog(path, ALLOCATION_FIELDS, flush_interval_s=1.0)
         self.interval_s = interval_s
-        self._last_time = -math.inf
+        self._sampled_s = -math.inf
         self._last: Allocation | None = None
 
     def due(self, now: float) -> bool:
-        """Whether a row may be written now (callers skip computing the allocation otherwise)."""
-        return now >= self._last_time + self.interval_s
+        """Whether a sample is due (callers skip computing the allocation otherwise: it walks every host)."""
+        return now >= self._sampled_s + self.interval_s
 
     def record(self, allocation: Allocation, now: float, final: bool = False) -> None:
         if not self.due(now) and not final:
             return
+        self._sampled_s = now
         if allocation != self._last or final:
             self.log.write({"time_s": round(now, 3), **asdict(allocation)})
-            self._last, self._last_time = allocation, now
+            self._last = allocation
 
     def close(self) -> None:
         self.log.close()
