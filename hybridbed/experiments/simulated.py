@@ -30,14 +30,21 @@ from hybridbed.results.records import (
 from hybridbed.results.summary import add_flow_totals, add_uplink_totals, summarize, update_summary
 from hybridbed.scheduler.core import PolicyError
 from hybridbed.simulator.engine import ResultLogs, Simulation, SimulationTimeout
+from hybridbed.simulator.fairshare import RateSolver, max_min_rates
 from hybridbed.testbed.interrupts import deferred_interrupts
 from hybridbed.workloads.build import build_workload
 
 FLUSH_INTERVAL_S = 1.0
 
 
-def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progress], None] | None = None) -> dict:
-    """Simulate the scenario's workload under its policy; returns summary.json's content. Raises RunFailed."""
+def run_simulation(
+    scenario: Scenario,
+    out_dir: Path,
+    on_progress: Callable[[Progress], None] | None = None,
+    rates: RateSolver = max_min_rates,
+) -> dict:
+    """Simulate the scenario's workload under its policy; returns summary.json's content. Raises RunFailed.
+    `rates` computes the max-min fair rates (bench/simulator.py compares the reference with the default)."""
     begin_run_dir(scenario, out_dir)
     specs = build_workload(scenario)
 
@@ -53,7 +60,7 @@ def run_simulation(scenario: Scenario, out_dir: Path, on_progress: Callable[[Pro
         allocation=AllocationTimeline(out_dir / "allocation.csv"),
         links=LinkCounterLog(out_dir / "links.csv"),
     )
-    simulation = Simulation(scenario, logs)
+    simulation = Simulation(scenario, logs, rates)
     status, started = "failed", time.perf_counter()
     planning_s = 0.0
     try:

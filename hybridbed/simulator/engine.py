@@ -47,6 +47,7 @@ from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.model import JobSpec, StageKind, Task, TaskAction, build_job
 from hybridbed.scheduler.transfers import transfer_cap_mbps
 from hybridbed.simulator.fabric import MBPS_TO_BYTES_S, FabricLinks, SimulatedOcs
+from hybridbed.simulator.fairshare import RateSolver, max_min_rates
 from hybridbed.simulator.flows import FINISH_TOLERANCE_S, Flow, FlowTable
 from hybridbed.workers.shuffle import ShuffleFetches
 
@@ -96,7 +97,7 @@ class ResultLogs:
 
 
 class Simulation:
-    def __init__(self, scenario: Scenario, logs: ResultLogs):
+    def __init__(self, scenario: Scenario, logs: ResultLogs, rates: RateSolver = max_min_rates):
         self.scenario = scenario
         self.logs = logs
         fabric = scenario.fabric
@@ -106,7 +107,7 @@ class Simulation:
         self.policy, self.cluster = self.core.policy, self.core.cluster
         workers = scenario.workers
         self.links = FabricLinks(fabric, host_racks, workers.disk_read_mbps_per_host, workers.disk_write_mbps_per_host)
-        self.flows = FlowTable(self.links)
+        self.flows = FlowTable(self.links, rates)
         self._core_ports = [
             (port, *self.links.core_positions(port.rack, port.ocs_port)) for port in plan.tor_core_ports()
         ]

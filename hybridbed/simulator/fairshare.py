@@ -1,24 +1,36 @@
-"""Max-min fair rates of flows over shared links (progressive filling), compiled with numba.
+"""Max-min fair rates of flows over shared links, compiled with numba.
 
-Every flow crosses a few links (its path) and may have a rate cap of its own. In progressive filling
-all unfrozen flows rise together and a link that runs out freezes the flows it carries. A link's fair
-share (capacity left / unfrozen flows on it) never falls as other flows freeze, so a link whose share
-is no larger than the bound of every flow it carries (the smallest share on that flow's path, or its
-cap) freezes its flows at that share, whatever else happens; and a flow whose cap is below every
-share on its path freezes at its cap. Each round freezes all such links and caps at once, not just
-the single lowest level, so rounds are few (about 20 at the paper's scale).
+Every flow crosses a few links (its path) and may have a rate cap of its own. Two algorithms give the
+same rates (within floating-point rounding):
 
-At the paper's scale a computation covers some 18,000 flow classes and runs tens of thousands of
-times per run; a round is two passes over the unfrozen flows, so it is compiled (numba) rather
-than spelled as numpy array expressions, which would build a dozen temporaries per round.
+- `max_min_rates`, the one the simulator runs: bottleneck first. A link's fair share (capacity left /
+  unfrozen flows on it) never falls as flows freeze at levels no higher than it, so the link with the
+  lowest share (or the flow with the lowest cap, if lower) is a bottleneck: its flows freeze at that share,
+  and the links they cross give up what they take. The links wait in a heap keyed by their share when last
+  looked at, a lower bound of their share now, so a link is re-keyed only when it reaches the top; each
+  flow is frozen once, and a computation is one pass over the flows plus the heap's work.
+- `progressive_filling_rates`, the reference: rounds over all unfrozen flows; a round freezes every link
+  whose share is no larger than the bound of every flow it carries (the smallest share on that flow's path,
+  or its cap), and every flow whose cap is below every share on its path (about 15 rounds at the paper's
+  scale). It is the earlier implementation, kept to check the other against (tests/unit/test_fairshare.py,
+  bench/simulator.py).
+
+At the paper's scale a computation covers some 18,000 flow classes and runs tens of thousands of times per
+run; the flow/link graph is one connected component through the 40 ToR-core links, so every
+computation covers every flow (a change anywhere can move every rate), and both are compiled.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numba
 import numpy as np
 
-RELATIVE_TOLERANCE = 1e-9  # shares within this of each other count as equal
+RELATIVE_TOLERANCE = 1e-9  # shares within this of each other count as equal (the reference's rounds)
+
+# (paths, capacities, caps, weights) -> rates: what the simulator's flow table calls
+RateSolver = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None], np.ndarray]
 
 
 def max_min_rates(
@@ -28,13 +40,124 @@ def max_min_rates(
     cap and each get the returned rate). `paths` is (F, K) link indices, padded with a link of infinite
     capacity; `capacities` holds every link's capacity; `caps` each flow's own limit (inf: none).
     A flow with neither a finite link nor a cap gets an infinite rate."""
-    flows = paths.shape[0]
-    return _progressive_filling(
+    return _bottleneck_first(*_arrays(paths, capacities, caps, weights))
+
+
+def progressive_filling_rates(
+    paths: np.ndarray, capacities: np.ndarray, caps: np.ndarray, weights: np.ndarray | None = None
+) -> np.ndarray:
+    """The same rates by rounds of progressive filling (the reference; slower at scale)."""
+    return _progressive_filling(*_arrays(paths, capacities, caps, weights))
+
+
+def _arrays(
+    paths: np.ndarray, capacities: np.ndarray, caps: np.ndarray, weights: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    return (
         np.ascontiguousarray(paths, dtype=np.int64),
         np.asarray(capacities, dtype=np.float64),
         np.asarray(caps, dtype=np.float64),
-        np.ones(flows) if weights is None else np.asarray(weights, dtype=np.float64),
+        np.ones(paths.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64),
     )
+
+
+@numba.njit(cache=True)
+def _heap_before(keys, ids, a, b):  # pragma: no cover (compiled)
+    """Heap order: lower share first, then lower link index (so ties resolve the same way every run)."""
+    return keys[a] < keys[b] or (keys[a] == keys[b] and ids[a] < ids[b])
+
+
+@numba.njit(cache=True)
+def _sift_down(keys, ids, size, i):  # pragma: no cover (compiled)
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            return
+        if child + 1 < size and _heap_before(keys, ids, child + 1, child):
+            child += 1
+        if not _heap_before(keys, ids, child, i):
+            return
+        keys[i], keys[child] = keys[child], keys[i]
+        ids[i], ids[child] = ids[child], ids[i]
+        i = child
+
+
+@numba.njit(cache=True)
+def _freeze(f, rate, paths, weights, counts, remaining):  # pragma: no cover (compiled)
+    """Flow (class) f takes `rate` on every link of its path."""
+    for h in range(paths.shape[1]):
+        link = paths[f, h]
+        counts[link] -= weights[f]
+        remaining[link] = max(remaining[link] - rate * weights[f], 0.0)
+
+
+@numba.njit(cache=True)
+def _bottleneck_first(paths, capacities, caps, weights):  # pragma: no cover (compiled)
+    flows, hops = paths.shape
+    links = capacities.size
+    rates = np.full(flows, np.inf)
+    remaining = capacities.copy()
+    counts = np.zeros(links)  # per link: the unfrozen flows it carries
+    # the flows on each link, as one array sliced by `first` (compressed sparse rows)
+    first = np.zeros(links + 1, dtype=np.int64)
+    for f in range(flows):
+        for h in range(hops):
+            counts[paths[f, h]] += weights[f]
+            first[paths[f, h] + 1] += 1
+    first = np.cumsum(first)
+    members = np.empty(first[-1], dtype=np.int64)
+    filled = first[:-1].copy()
+    for f in range(flows):
+        for h in range(hops):
+            link = paths[f, h]
+            members[filled[link]] = f
+            filled[link] += 1
+    # the heap of finite links with flows, keyed by their share when last looked at
+    keys = np.empty(links)
+    ids = np.empty(links, dtype=np.int64)
+    size = 0
+    for link in range(links):
+        if counts[link] > 0 and np.isfinite(capacities[link]):
+            keys[size], ids[size] = remaining[link] / counts[link], link
+            size += 1
+    for i in range(size // 2 - 1, -1, -1):
+        _sift_down(keys, ids, size, i)
+    frozen = np.zeros(flows, dtype=np.bool_)
+    capped = np.flatnonzero(np.isfinite(caps))  # most flows have no cap of their own: sort only the others
+    by_cap = capped[np.argsort(caps[capped], kind="mergesort")]
+    next_cap = 0  # the unfrozen capped flow with the lowest cap is by_cap[next_cap]
+    while True:
+        while next_cap < by_cap.size and frozen[by_cap[next_cap]]:
+            next_cap += 1
+        bottleneck, share = -1, np.inf
+        while size:
+            link = ids[0]
+            if counts[link] <= 0:  # all its flows are frozen: out of the heap
+                size -= 1
+                keys[0], ids[0] = keys[size], ids[size]
+                _sift_down(keys, ids, size, 0)
+                continue
+            now = remaining[link] / counts[link]
+            if now > keys[0]:  # its share rose since it was keyed: re-key it and look again
+                keys[0] = now
+                _sift_down(keys, ids, size, 0)
+                continue
+            bottleneck, share = link, now
+            break
+        cap = caps[by_cap[next_cap]] if next_cap < by_cap.size else np.inf
+        if cap <= share:
+            if not np.isfinite(cap):
+                break  # the flows left have no finite link and no cap: infinite rates
+            f = by_cap[next_cap]
+            frozen[f], rates[f] = True, cap
+            _freeze(f, cap, paths, weights, counts, remaining)
+            continue
+        for i in range(first[bottleneck], first[bottleneck + 1]):
+            f = members[i]
+            if not frozen[f]:
+                frozen[f], rates[f] = True, share
+                _freeze(f, share, paths, weights, counts, remaining)
+    return rates
 
 
 @numba.njit(cache=True)

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from hybridbed.controller.circuits import Circuit
 from hybridbed.scheduler.model import Task
 from hybridbed.simulator.fabric import FabricLinks
-from hybridbed.simulator.fairshare import max_min_rates
+from hybridbed.simulator.fairshare import RateSolver, max_min_rates
 from hybridbed.workers.shuffle import Connection
 
 # Flows finish together when each is within this share of its time so far from its end (and within a
@@ -59,8 +60,9 @@ class FlowTable:
     on_ocs: np.ndarray
     steerable: np.ndarray
 
-    def __init__(self, links: FabricLinks):
+    def __init__(self, links: FabricLinks, rates: RateSolver = max_min_rates):
         self.links = links
+        self._solve = rates  # the max-min computation (bench/simulator.py swaps in the reference)
         self.flows: list[Flow] = []
         core_links = links.core.stop - links.core.start
         self.core_bytes = np.zeros(core_links)  # bytes over each link between the ToRs and the core so far
@@ -258,19 +260,20 @@ class FlowTable:
         if not self._stale:
             return
         self._stale = False
-        n = len(self.flows)
         live = np.flatnonzero(self.class_count[: len(self._class_keys)] > 0)
         paths, counts = self.class_paths[live], self.class_count[live]
-        rates = max_min_rates(paths, self.capacities, self.class_cap[live], counts)
-        self.class_rate[live] = rates
-        self.rate[:n] = self.class_rate[self.cls[:n]]
-        carried = rates * counts
-        # a path's second and third links are its core links (up and down), or the padding link
-        per_link = np.bincount(paths[:, 1:3].ravel(), weights=np.repeat(carried, 2), minlength=self.links.none + 1)
-        self._core_rate = per_link[self.links.core]
-        cross = self.pair[:n] >= 0
-        self._pair_rate = np.bincount(
-            self.pair[:n][cross], weights=self.rate[:n][cross], minlength=self.pair_bytes.size
+        self.class_rate[live] = self._solve(paths, self.capacities, self.class_cap[live], counts)
+        core = self.links.core
+        self._core_rate, self._pair_rate = _spread_rates(
+            self.class_rate,
+            self.class_paths,
+            self.cls,
+            self.pair,
+            len(self.flows),
+            self.rate,
+            core.start,
+            core.stop,
+            self.pair_bytes.size,
         )
 
     @property
@@ -289,3 +292,21 @@ class FlowTable:
         measured = self.pair_bytes.reshape(racks, racks).tolist()
         self.pair_bytes = np.zeros(racks * racks)
         return measured
+
+
+@numba.njit(cache=True)
+def _spread_rates(class_rate, class_paths, cls, pair, n, rate, core_start, core_stop, pairs):  # pragma: no cover
+    """Give each of the n flows its class's rate (into `rate`); return the rate over each core link (a path's
+    second and third links are its core links, up and down, or padding) and between each rack pair."""
+    core_rate = np.zeros(core_stop - core_start)
+    pair_rate = np.zeros(pairs)
+    for row in range(n):
+        r = class_rate[cls[row]]
+        rate[row] = r
+        if pair[row] >= 0:
+            pair_rate[pair[row]] += r
+        for hop in (1, 2):
+            link = class_paths[cls[row], hop]
+            if core_start <= link < core_stop:
+                core_rate[link - core_start] += r
+    return core_rate, pair_rate

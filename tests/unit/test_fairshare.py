@@ -1,51 +1,71 @@
-"""Max-min fair rates on hand-checked cases, and against a plain progressive filling on random ones."""
+"""Max-min fair rates on hand-checked cases and against a plain progressive filling on random ones (both
+solvers), and the simulator's solver against the reference after random arrivals, departures and circuit
+changes in a flow table (hypothesis)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from hybridbed.simulator.fairshare import max_min_rates
+from hybridbed.config.fabric import FabricSpec
+from hybridbed.controller.circuits import Circuit
+from hybridbed.scheduler.model import JobSpec, Resources, Task, build_job
+from hybridbed.simulator.fabric import FabricLinks
+from hybridbed.simulator.fairshare import RateSolver, max_min_rates, progressive_filling_rates
+from hybridbed.simulator.flows import Flow, FlowTable
 
 INF = np.inf
+SOLVERS = pytest.mark.parametrize("solver", [max_min_rates, progressive_filling_rates], ids=["default", "reference"])
 
 
-def rates(paths: list[list[int]], capacities: list[float], caps: list[float] | None = None) -> list[float]:
+def rates(
+    paths: list[list[int]], capacities: list[float], caps: list[float] | None = None, solver: RateSolver = max_min_rates
+) -> list[float]:
     none = len(capacities)
     width = max(len(p) for p in paths)
     padded = np.array([p + [none] * (width - len(p)) for p in paths])
     caps_array = np.array(caps if caps is not None else [INF] * len(paths), dtype=float)
-    return max_min_rates(padded, np.array(capacities + [INF]), caps_array).tolist()
+    return solver(padded, np.array(capacities + [INF]), caps_array, None).tolist()
 
 
-def test_flows_on_one_link_split_it_evenly():
-    assert rates([[0], [0], [0], [0]], [12.0]) == pytest.approx([3, 3, 3, 3])
+@SOLVERS
+def test_flows_on_one_link_split_it_evenly(solver):
+    assert rates([[0], [0], [0], [0]], [12.0], solver=solver) == pytest.approx([3, 3, 3, 3])
 
 
-def test_a_flow_held_back_elsewhere_leaves_its_share_to_the_others():
+@SOLVERS
+def test_a_flow_held_back_elsewhere_leaves_its_share_to_the_others(solver):
     # link 0 (10) carries a, b, c; link 1 (2) also carries a: a gets 2, b and c split the other 8
-    assert rates([[0, 1], [0], [0]], [10.0, 2.0]) == pytest.approx([2, 4, 4])
+    assert rates([[0, 1], [0], [0]], [10.0, 2.0], solver=solver) == pytest.approx([2, 4, 4])
 
 
-def test_the_classic_parking_lot():
+@SOLVERS
+def test_the_classic_parking_lot(solver):
     # links 0 and 1 of capacity 1; the long flow crosses both, one short flow on each: all get 1/2
-    assert rates([[0, 1], [0], [1]], [1.0, 1.0]) == pytest.approx([0.5, 0.5, 0.5])
+    assert rates([[0, 1], [0], [1]], [1.0, 1.0], solver=solver) == pytest.approx([0.5, 0.5, 0.5])
 
 
-def test_two_bottleneck_levels_at_once():
+@SOLVERS
+def test_two_bottleneck_levels_at_once(solver):
     # link 0 (3) has three flows, link 1 (8) two others and one of the first three:
     # link 0 gives 1 each, so the shared flow takes 1 and link 1's others split the remaining 7
-    assert rates([[0], [0], [0, 1], [1], [1]], [3.0, 8.0]) == pytest.approx([1, 1, 1, 3.5, 3.5])
+    assert rates([[0], [0], [0, 1], [1], [1]], [3.0, 8.0], solver=solver) == pytest.approx([1, 1, 1, 3.5, 3.5])
 
 
-def test_caps_bind_before_links_and_free_the_rest():
-    assert rates([[0], [0], [0]], [9.0], caps=[1.0, INF, INF]) == pytest.approx([1, 4, 4])
-    assert rates([[0], [0]], [9.0], caps=[10.0, 10.0]) == pytest.approx([4.5, 4.5])
+@SOLVERS
+def test_caps_bind_before_links_and_free_the_rest(solver):
+    assert rates([[0], [0], [0]], [9.0], caps=[1.0, INF, INF], solver=solver) == pytest.approx([1, 4, 4])
+    assert rates([[0], [0]], [9.0], caps=[10.0, 10.0], solver=solver) == pytest.approx([4.5, 4.5])
 
 
-def test_a_flow_with_nothing_to_limit_it_is_infinite_and_an_empty_set_is_fine():
-    assert rates([[], [0]], [5.0]) == [INF, 5.0]
-    assert max_min_rates(np.zeros((0, 4), dtype=int), np.array([1.0, INF]), np.zeros(0)).size == 0
+@SOLVERS
+def test_a_flow_with_nothing_to_limit_it_is_infinite_and_an_empty_set_is_fine(solver):
+    assert rates([[], [0]], [5.0], solver=solver) == [INF, 5.0]
+    assert solver(np.zeros((0, 4), dtype=int), np.array([1.0, INF]), np.zeros(0), None).size == 0
 
 
 def progressive_filling(paths: list[list[int]], capacities: list[float], caps: list[float]) -> list[float]:
@@ -70,8 +90,9 @@ def progressive_filling(paths: list[list[int]], capacities: list[float], caps: l
     return rate
 
 
+@SOLVERS
 @pytest.mark.parametrize("seed", range(20))
-def test_matches_plain_progressive_filling(seed):
+def test_matches_plain_progressive_filling(seed, solver):
     rng = np.random.default_rng(seed)
     n_links, n_flows = int(rng.integers(2, 8)), int(rng.integers(1, 25))
     capacities = rng.uniform(1, 10, n_links).round(1).tolist()
@@ -81,13 +102,65 @@ def test_matches_plain_progressive_filling(seed):
     ]
     caps = [float(rng.uniform(0.2, 5)) if rng.random() < 0.3 else INF for _ in range(n_flows)]
     expected = progressive_filling(paths, capacities, [c if c != INF else 1e18 for c in caps])
-    assert rates(paths, capacities, caps) == pytest.approx(expected, rel=1e-6)
+    assert rates(paths, capacities, caps, solver=solver) == pytest.approx(expected, rel=1e-6)
 
 
-def test_a_weighted_row_counts_as_that_many_identical_flows():
+@SOLVERS
+def test_a_weighted_row_counts_as_that_many_identical_flows(solver):
     paths = np.array([[0, 2], [1, 2]])
     capacities = np.array([12.0, 12.0, np.inf])
-    weighted = max_min_rates(paths, capacities, np.full(2, np.inf), weights=np.array([3, 1]))
-    expanded = max_min_rates(np.array([[0, 2]] * 3 + [[1, 2]]), capacities, np.full(4, np.inf))
+    weighted = solver(paths, capacities, np.full(2, np.inf), np.array([3, 1]))
+    expanded = solver(np.array([[0, 2]] * 3 + [[1, 2]]), capacities, np.full(4, np.inf), None)
     assert weighted.tolist() == pytest.approx([expanded[0], expanded[3]])
     assert weighted.tolist() == pytest.approx([4, 12])
+
+
+# a flow table's life: start a flow (source host, destination host, cap in Mb/s or none, whether it shares
+# its task's link), end the flow in a given place, light or drop the circuit between racks 0 and 1
+HOSTS = ["r0h0", "r0h1", "r1h0", "r1h1", "r2h0", "r2h1"]
+START = st.tuples(
+    st.just("start"),
+    st.sampled_from(HOSTS),
+    st.sampled_from(HOSTS),
+    st.sampled_from([None, 3.0, 40.0]),
+    st.booleans(),
+)
+END = st.tuples(st.just("end"), st.integers(0, 63))
+CIRCUIT = st.tuples(st.just("circuit"), st.booleans())
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(START, START, END, CIRCUIT), min_size=1, max_size=60))
+def test_the_simulators_rates_match_the_reference_after_any_sequence_of_changes(steps):
+    fabric = FabricSpec(racks=3, hosts_per_rack=2, host_rate_mbps=100, eps_rate_mbps=30, ocs_rate_mbps=200)
+    host_racks = {h: int(h[1]) for h in HOSTS}
+    tables = [
+        FlowTable(FabricLinks(fabric, host_racks), solver) for solver in (max_min_rates, progressive_filling_rates)
+    ]
+    task_links = [table.open_task_link(25 * 1e6 / 8) for table in tables]
+    circuit, lit = Circuit(0, 1), False
+    started: list[Task] = []  # a task per flow, so that a flow can end on its own
+    for step in steps:
+        if step[0] == "start":
+            _, src, dst, cap_mbps, shared = step
+            task = replace(
+                build_job(JobSpec("j", 0, 1, 0, 0, 1, 0, 1, 1), Resources()).maps[0], task_id=f"t{len(started)}"
+            )
+            started.append(task)
+            for table, task_link in zip(tables, task_links):
+                flow = Flow("shuffle", task, 0, None, src, dst, 10**9, 0.0)
+                steered = circuit if lit and (host_racks[src], host_racks[dst]) == (0, 1) else None
+                table.add(flow, cap_mbps * 1e6 / 8 if cap_mbps else INF, steered, None, task_link if shared else None)
+        elif step[0] == "end" and started:
+            task = started.pop(step[1] % len(started))
+            for table in tables:
+                table.take_out(task)
+        elif step[0] == "circuit":
+            lit = step[1]
+            for table in tables:
+                table.reroute(0, 1, circuit if lit else None)
+        for table in tables:
+            table.settle()
+        n = len(tables[0])
+        assert n == len(tables[1]) == len(started)
+        assert tables[0].rate[:n] == pytest.approx(tables[1].rate[:n], rel=1e-9)
