@@ -3,10 +3,13 @@ and JobPacker planners, and their run-time policies driven by the scheduler core
 
 from __future__ import annotations
 
+import heapq
 import random
 from collections import defaultdict
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hybridbed.config.constants import FIG5_MAP_S, FIG5_REDUCE_S
 from hybridbed.controller.circuits import drain_time
@@ -15,6 +18,7 @@ from hybridbed.policies.jobpacker import JobPackerPolicy
 from hybridbed.policies.planning.corral import plan_corral
 from hybridbed.policies.planning.jobpacker import JobPackerPlanner, green_zone, sub_batches
 from hybridbed.policies.planning.latency import JobProfile, LatencyModel
+from hybridbed.policies.planning.timeline import Timeline
 from hybridbed.scheduler.cluster import ClusterState, HostState, NetworkView
 from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.model import JobSpec, Predicted, Resources, StageKind, build_job
@@ -404,3 +408,33 @@ def test_planning_without_network_rates_is_refused():
     state = ClusterState(2, {"h": HostState("h", 0, 2, Resources(2, 512))}, 1.0)
     with pytest.raises(ValueError, match="network"):
         JobPackerPolicy().plan(recurring_specs(2, 1), state)
+
+
+def heap_list_schedule(free: list[float], count: int, duration: float, not_before: float) -> list[tuple[float, int]]:
+    """The textbook list scheduler: each task on the container that frees first (ties: the lower one)."""
+    heap = [(max(t, not_before), k) for k, t in enumerate(free)]
+    heapq.heapify(heap)
+    taken = []
+    for _ in range(count):
+        begin, k = heapq.heappop(heap)
+        taken.append((begin, k))
+        heapq.heappush(heap, (begin + duration, k))
+    return taken
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 40), min_size=1, max_size=12),
+    st.integers(1, 60),
+    st.integers(1, 9),
+    st.integers(0, 30),
+)
+def test_timeline_books_as_a_list_scheduler_does(free, count, duration, not_before):
+    timeline = Timeline(1, len(free))
+    timeline.free[0] = sorted(free)
+    placement = timeline.book("j", StageKind.MAP, (0,), count, float(duration), float(not_before))
+    expected = heap_list_schedule(sorted(free), count, duration, not_before)
+    assert [(b.start_s, b.container) for b in timeline.bookings] == expected
+    assert placement.start_s == expected[0][0] and placement.end_s == max(b for b, _ in expected) + duration
+    ends = {k: b + duration for b, k in expected}  # every container's free time after the last task it took
+    assert list(timeline.free[0]) == sorted(ends.get(k, t) for k, t in enumerate(sorted(free)))

@@ -8,10 +8,9 @@ array of free times; a candidate placement is tried on a copy and committed only
 
 from __future__ import annotations
 
-import heapq
-import math
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from hybridbed.scheduler.model import StageKind, split_evenly
@@ -142,22 +141,82 @@ class Timeline:
     def _book(
         self, job_id: str, kind: StageKind, counts: dict[int, int], duration_s: float, not_before: float
     ) -> StagePlacement:
-        start, end = math.inf, not_before
-        for rack, count in counts.items():
-            if count == 0:
-                continue
-            row, ids = self.free[rack], self.ids[rack]
-            # only the `count` containers that free first can ever be the earliest one; the row is
-            # sorted, so they are its first `count`, and as a sorted list they already form a heap
-            heap = [(max(float(row[k]), not_before), k) for k in range(min(count, row.size))]
-            for _ in range(count):
-                begin, k = heap[0]
-                if self.records:
-                    self.bookings.append(Booking(job_id, kind, rack, int(ids[k]), begin, begin + duration_s))
-                start, end = min(start, begin), max(end, begin + duration_s)
-                row[k] = begin + duration_s
-                heapq.heapreplace(heap, (row[k], k))
-            order = np.argsort(row, kind="stable")
-            row[:], ids[:] = row[order], ids[order]
-        racks = tuple(sorted(r for r, c in counts.items() if c))
-        return StagePlacement(racks, start if start < math.inf else not_before, end)
+        racks = np.array([r for r, c in counts.items() if c], dtype=np.int64)
+        tasks = np.array([c for c in counts.values() if c], dtype=np.int64)
+        begins, racks_taken, containers = _book_racks(self.free, self.ids, racks, tasks, duration_s, not_before)
+        if self.records:
+            self.bookings += [
+                Booking(job_id, kind, int(r), int(k), float(b), float(b) + duration_s)
+                for b, r, k in zip(begins, racks_taken, containers)
+            ]
+        if not begins.size:
+            return StagePlacement((), not_before, not_before)
+        return StagePlacement(tuple(sorted(racks.tolist())), float(begins.min()), float(begins.max()) + duration_s)
+
+
+@numba.njit(cache=True)
+def _book_racks(free, ids, racks, tasks, duration, not_before):  # pragma: no cover (compiled)
+    """`tasks[i]` tasks on rack `racks[i]`, list-scheduled (`_list_schedule`); every booked row is sorted
+    again. Returns each task's start, rack and container."""
+    total = tasks.sum()
+    begins = np.empty(total)
+    racks_taken = np.empty(total, dtype=np.int64)
+    containers = np.empty(total, dtype=np.int64)
+    done = 0
+    for i in range(racks.size):
+        rack, count = racks[i], tasks[i]
+        row, row_ids = free[rack], ids[rack]
+        starts, slots = _list_schedule(row, count, duration, not_before)
+        begins[done : done + count] = starts
+        racks_taken[done : done + count] = rack
+        containers[done : done + count] = row_ids[slots]
+        done += count
+        _sort_again(row, row_ids, min(count, row.size))
+    return begins, racks_taken, containers
+
+
+@numba.njit(cache=True)
+def _sort_again(row, ids, changed):  # pragma: no cover (compiled)
+    """Sort `row` (and `ids` with it) again after its first `changed` free times rose: sort those, then merge
+    them with the rest, which is still sorted (a stable sort of the whole row, in linear time)."""
+    order = np.argsort(row[:changed], kind="mergesort")
+    head, head_ids = row[:changed][order], ids[:changed][order]
+    i, j, out = 0, changed, 0
+    while i < changed:
+        if j < row.size and row[j] < head[i]:
+            row[out], ids[out] = row[j], ids[j]
+            j += 1
+        else:
+            row[out], ids[out] = head[i], head_ids[i]
+            i += 1
+        out += 1
+
+
+@numba.njit(cache=True)
+def _list_schedule(row, count, duration, not_before):  # pragma: no cover (compiled)
+    """`count` tasks of `duration` on a rack whose free times `row` are ascending, each on the container
+    that frees first (ties to the lower position): their starts in order and the positions they take;
+    `row` gets each container's new free time. A container taken at t frees at t + duration, so the
+    containers taken again come back in the order they were taken: the earliest is either the next
+    container not yet taken (the row is sorted) or the head of that queue, no heap needed."""
+    fresh = min(count, row.size)  # only the first `count` containers can ever be the earliest one
+    begins = np.empty(count)
+    slots = np.empty(count, dtype=np.int64)
+    again_at = np.empty(count)  # the queue of containers taken, with the time each frees again
+    again_slot = np.empty(count, dtype=np.int64)
+    head = nxt = 0  # the queue is again_*[head:task]
+    for task in range(count):
+        if nxt < fresh:
+            t = max(row[nxt], not_before)
+            if head == task or t < again_at[head] or (t == again_at[head] and nxt < again_slot[head]):
+                begins[task], slots[task] = t, nxt
+                nxt += 1
+            else:
+                begins[task], slots[task] = again_at[head], again_slot[head]
+                head += 1
+        else:
+            begins[task], slots[task] = again_at[head], again_slot[head]
+            head += 1
+        again_at[task], again_slot[task] = begins[task] + duration, slots[task]
+        row[slots[task]] = again_at[task]
+    return begins, slots
