@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 from pydantic import Field
 
 from hybridbed.policies.locality import LocalityParams
@@ -25,6 +26,7 @@ from hybridbed.policies.planned import PlannedPolicy
 from hybridbed.policies.planning.jobpacker import JobPackerPlanner
 from hybridbed.policies.planning.latency import JobProfile, LatencyModel
 from hybridbed.policies.planning.timeline import Plan
+from hybridbed.policies.shuffle_demand import ShuffleDemand
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.model import Job, Task, TaskState
 
@@ -60,6 +62,7 @@ class JobPackerPolicy(PlannedPolicy):
         super().__init__(**params)
         self.heavy: set[str] = set()  # shuffle-heavy planned jobs
         self._released: set[str] = set()
+        self._shuffle = ShuffleDemand()
 
     def build_plan(self, jobs: list[JobProfile], model: LatencyModel) -> Plan:
         p = self.params
@@ -80,28 +83,10 @@ class JobPackerPolicy(PlannedPolicy):
         return False
 
     def ocs_demand(self, cluster: ClusterState) -> list[list[float]] | None:
-        racks = cluster.racks
-        remaining = [[0.0] * racks for _ in range(racks)]
-        aggregate = [[0.0] * racks for _ in range(racks)]
-        rack_of = cluster.rack_of
-        for job_id, job in cluster.jobs.items():  # in arrival order, so the sums come out the same every run
-            if job_id not in self._released:
-                continue
-            for reduce in job.reduces:
-                if reduce.state is not TaskState.RUNNING:
-                    continue
-                dst = rack_of[reduce.host]
-                for m in job.sources_of(reduce):
-                    src = rack_of[m.host] if m.host is not None else dst
-                    if src != dst:
-                        aggregate[src][dst] += m.partition_for(reduce)
-                        if m.task_id not in reduce.fetched:
-                            remaining[src][dst] += m.partition_for(reduce)
-        threshold = self.network.elephant_bytes
-        return [
-            [max(left, threshold) if left and total >= threshold else left for left, total in zip(left_row, total_row)]
-            for left_row, total_row in zip(remaining, aggregate)
-        ]
+        released = [job for job_id, job in cluster.jobs.items() if job_id in self._released]
+        aggregate, remaining = self._shuffle.rack_pairs(released, cluster.rack_of, cluster.racks)
+        elephant = (remaining > 0) & (aggregate >= self.network.elephant_bytes)
+        return np.where(elephant, np.maximum(remaining, self.network.elephant_bytes), remaining).tolist()
 
     # ad-hoc jobs ----------------------------------------------------------------------------------
     def adhoc_task(self, host: HostState, cluster: ClusterState, jobs: list[Job]) -> Task | None:

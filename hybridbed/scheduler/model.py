@@ -250,6 +250,7 @@ class Job:
     stages: list[Stage]
     # kept by the scheduler core, so that policies never count tasks
     n_running: int = 0
+    launches: int = 0  # task attempts started, ever (a task that moved to another host was started again)
     allocated: Resources = Resources(0, 0)  # the demands of its running tasks, summed
     stage_done: list[int] = field(default_factory=list)  # finished tasks per stage
     started_s: float | None = None
@@ -300,6 +301,7 @@ class Job:
 
     def task_started(self, task: Task) -> None:
         self.n_running += 1
+        self.launches += 1
         self.allocated = self.allocated + task.allocation
 
     def task_stopped(self, task: Task) -> None:

@@ -1,0 +1,65 @@
+"""The rack-pair shuffle of OCS hints (policies/shuffle_demand.py) against a plain loop over every partition,
+as tasks start, move, finish and fetch."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from hybridbed.policies.shuffle_demand import ShuffleDemand
+from hybridbed.scheduler.model import Job, JobSpec, Resources, TaskState, build_job
+
+RACKS = 3
+HOSTS = {f"r{r}h{h}": r for r in range(RACKS) for h in range(2)}
+
+
+def plain_rack_pairs(jobs: list[Job]) -> tuple[np.ndarray, np.ndarray]:
+    aggregate, remaining = np.zeros((RACKS, RACKS)), np.zeros((RACKS, RACKS))
+    for job in jobs:
+        for consumer in job.reduces:
+            if consumer.state is not TaskState.RUNNING:
+                continue
+            dst = HOSTS[consumer.host]
+            for source in job.sources_of(consumer):
+                if source.host is None or HOSTS[source.host] == dst:
+                    continue
+                aggregate[HOSTS[source.host], dst] += source.partition_for(consumer)
+                if source.task_id not in consumer.fetched:
+                    remaining[HOSTS[source.host], dst] += source.partition_for(consumer)
+    return aggregate, remaining
+
+
+def start(job: Job, task, host: str) -> None:
+    task.state, task.host, task.allocation = TaskState.RUNNING, host, Resources()
+    task.fetched = set()
+    job.task_started(task)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_rack_pairs_follow_every_start_move_finish_and_fetch(seed):
+    rng = random.Random(seed)
+    jobs = [
+        build_job(
+            JobSpec(f"j{i}", 0, 10**6, rng.randint(10**5, 10**7), 0, rng.randint(1, 6), rng.randint(1, 4), 1, 1),
+            Resources(),
+        )
+        for i in range(3)
+    ]
+    demand = ShuffleDemand()
+    for _ in range(60):
+        job = rng.choice(jobs)
+        task = rng.choice(job.tasks)
+        move = rng.random()
+        if task.state is TaskState.PENDING or move < 0.1:  # (re)start it somewhere
+            start(job, task, rng.choice(list(HOSTS)))
+        elif move < 0.3 and task in job.maps:
+            task.state = TaskState.DONE
+            job.stage_done[task.stage] += 1
+        elif task in job.reduces and task.state is TaskState.RUNNING:
+            task.fetched.add(rng.choice(job.maps).task_id)
+        got = demand.rack_pairs(jobs, HOSTS, RACKS)
+        expected = plain_rack_pairs(jobs)
+        assert got[0] == pytest.approx(expected[0]) and got[1] == pytest.approx(expected[1])
+    assert plain_rack_pairs(jobs)[0].sum() > 0  # the walk did put shuffle between racks
