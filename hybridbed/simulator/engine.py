@@ -209,13 +209,15 @@ class Simulation:
             self._offer_all, self._offer = False, {}
             for launch in self.core.schedule(self.now, hosts):
                 self._launch(launch.task)
+        told: dict[str, ReduceFetches] = {}  # the reducers told of new outputs, in the order first told
         for notice in self.core.shuffle_notices():
-            fetches = self._reduces[notice.consumer.task_id]
+            fetches = told[notice.consumer.task_id] = self._reduces[notice.consumer.task_id]
             source = notice.source
             fetches.sizes[source.task_id] = source.partition_for(fetches.task)
             if notice.elephant:
                 fetches.elephants.add(source.task_id)
             fetches.plan.announce(source.task_id, source.host)
+        for fetches in told.values():
             self._pump(fetches)
 
     # tasks ----------------------------------------------------------------------------------------
