@@ -1,7 +1,12 @@
-"""Simulator speed at the JobPacker paper's scale: wall time per policy on the batch of 1000 jobs over
-20 racks x 30 servers, and events per second. Target: <= 60 s per policy on a 2-core machine.
-No root needed:
-    .venv/bin/python bench/simulator.py [--jobs 1000] [--policies fair,corral,jobpacker,f-eps]
+"""Simulator speed at the JobPacker paper's scale and beyond: per setup, wall seconds, events per second and
+simulated seconds per wall second, with the reference rate computation (progressive filling) run on the
+same setup for the wall-time ratio and the check that both give the same makespan and JCTs to the
+millisecond. Targets: at most 15 s per setup at paper scale (20 racks x 30 servers, the 1000 FB-2009 jobs
+of scenarios/jobpacker-paper-sim.yaml) and at most 300 s at 10x (--scale 10: 200 racks x 30 servers,
+10,000 synthetic jobs with the paper's shuffle percentiles, as FB-2009 has only 1165 jobs in the range),
+on a 2-core machine. No root needed:
+    .venv/bin/python bench/simulator.py [--scale 1|10] [--jobs N] [--policies fair,corral,jobpacker,f-eps]
+                                        [--no-reference]
 """
 
 from __future__ import annotations
@@ -11,57 +16,82 @@ import json
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
 from hybridbed.experiments.comparison import default_setups, setup_scenario
 from hybridbed.experiments.scenarios import load_scenario
 from hybridbed.experiments.simulated import run_simulation
+from hybridbed.simulator.fairshare import RateSolver, max_min_rates, progressive_filling_rates
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "jobpacker-paper-sim.yaml"
-TARGET_S = 60.0
+TARGET_S = {1: 15.0, 10: 300.0}  # wall seconds per setup (issue: the simulator at paper scale in seconds)
+TEN_X = {"fabric.racks": 200, "workload.source": "synthetic", "workload.jobs": 10_000}
+
+
+def timed_run(scenario, out: Path, rates: RateSolver) -> tuple[dict, pd.Series]:
+    """One simulated run: its summary and every job's JCT."""
+    summary = run_simulation(scenario, out, rates=rates)
+    return summary, pd.read_csv(out / "jobs.csv").set_index("job_id")["jct_s"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--scale", type=int, choices=sorted(TARGET_S), default=1)
+    parser.add_argument("--jobs", type=int, help="jobs (default: 1000 at scale 1, 10,000 at scale 10)")
     parser.add_argument("--policies", help="comma-separated setups (default: the paper's four)")
+    parser.add_argument("--no-reference", action="store_true", help="skip the reference runs (slow at 10x)")
     args = parser.parse_args()
-    scenario = load_scenario(SCENARIO, {"workload.jobs": args.jobs})
+    overrides = dict(TEN_X) if args.scale == 10 else {}
+    if args.jobs:
+        overrides["workload.jobs"] = args.jobs
+    scenario = load_scenario(SCENARIO, overrides)
     setups = args.policies.split(",") if args.policies else default_setups(scenario)
+    target = TARGET_S[args.scale]
     table = Table(
-        title=f"simulator speed: {scenario.name}, {args.jobs} jobs, "
+        title=f"simulator speed: {scenario.name} x{args.scale}, {scenario.workload.jobs} jobs, "
         f"{scenario.fabric.racks} x {scenario.fabric.hosts_per_rack} servers"
     )
-    for column in (
-        "setup",
-        "makespan s",
-        "wall s",
-        "of which planning s",
-        f"wall / {TARGET_S:g} s target",
-        "events",
-        "events / s",
-        "flows",
-    ):
+    columns = ["setup", "makespan s", "wall s", f"wall / {target:g} s", "planning s", "events / s", "sim s / wall s"]
+    columns += [] if args.no_reference else ["reference wall s", "speed-up", "max JCT diff ms", "same makespan"]
+    for column in columns:
         table.add_column(column, justify="right")
     with tempfile.TemporaryDirectory() as tmp:
         for setup in setups:
-            out = Path(tmp) / setup
-            summary = run_simulation(setup_scenario(scenario, setup), out)
-            flows = sum(1 for _ in (out / "flows.csv").open()) - 1
-            wall, events = summary["wall_s"], summary["events"]
-            table.add_row(
+            scenario_of_setup = setup_scenario(scenario, setup)
+            summary, jcts = timed_run(scenario_of_setup, Path(tmp) / setup, max_min_rates)
+            wall = summary["wall_s"]
+            row = [
                 setup,
-                f"{summary['makespan_s']:.1f}",
+                f"{summary['makespan_s']:.3f}",
                 f"{wall:.1f}",
+                f"{wall / target:.2f}",
                 f"{summary['planning_wall_s']:.1f}",
-                f"{wall / TARGET_S:.2f}",
-                str(events),
-                f"{events / wall:.0f}",
-                str(flows),
-            )
-            print(json.dumps({"setup": setup, "wall_s": wall, "events": events}), flush=True)
-    Console(width=140).print(table)
+                f"{summary['events'] / wall:.0f}",
+                f"{summary['simulated_s'] / wall:.1f}",
+            ]
+            result = {"setup": setup, "scale": args.scale, "wall_s": wall, "events": summary["events"]}
+            if not args.no_reference:
+                reference, reference_jcts = timed_run(
+                    scenario_of_setup, Path(tmp) / f"{setup}-reference", progressive_filling_rates
+                )
+                jct_diff_ms = float((jcts - reference_jcts).abs().max()) * 1e3
+                same = round(summary["makespan_s"], 3) == round(reference["makespan_s"], 3)
+                row += [
+                    f"{reference['wall_s']:.1f}",
+                    f"{reference['wall_s'] / wall:.2f}",
+                    f"{jct_diff_ms:.3f}",
+                    str(same),
+                ]
+                result |= {
+                    "reference_wall_s": reference["wall_s"],
+                    "max_jct_diff_ms": jct_diff_ms,
+                    "same_makespan": same,
+                }
+            table.add_row(*row)
+            print(json.dumps(result), flush=True)
+    Console(width=160).print(table)
 
 
 if __name__ == "__main__":

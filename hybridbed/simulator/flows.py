@@ -77,7 +77,7 @@ class FlowTable:
         self._free_classes: list[int] = []
         self.class_paths = np.full((0, links.path_links), links.none, dtype=np.int64)
         self.class_cap = np.zeros(0)
-        self.class_count = np.zeros(0, dtype=np.int64)
+        self.class_count = np.zeros(0)  # flows per class (a float: the rate computation's weights)
         self.class_rate = np.zeros(0)
         self.capacities = links.capacities.copy()  # the fabric's links, then the tasks' links
         self._free_task_links: list[int] = []
@@ -260,9 +260,11 @@ class FlowTable:
         if not self._stale:
             return
         self._stale = False
-        live = np.flatnonzero(self.class_count[: len(self._class_keys)] > 0)
-        paths, counts = self.class_paths[live], self.class_count[live]
-        self.class_rate[live] = self._solve(paths, self.capacities, self.class_cap[live], counts)
+        # every class row, the free ones too (no flows: weight 0, they take nothing): no copy of the live ones
+        classes = len(self._class_keys)
+        self.class_rate[:classes] = self._solve(
+            self.class_paths[:classes], self.capacities, self.class_cap[:classes], self.class_count[:classes]
+        )
         core = self.links.core
         self._core_rate, self._pair_rate = _spread_rates(
             self.class_rate,
