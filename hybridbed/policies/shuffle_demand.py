@@ -29,10 +29,9 @@ class ShuffleMatrix:
     def rack_pairs(self, rack_of: dict[str, int], racks: int) -> tuple[np.ndarray, np.ndarray]:
         """(aggregate, remaining), racks x racks: the bytes the running consumers on rack dst read from
         parent tasks placed on other racks src, and those of them not fetched yet."""
-        aggregate, remaining = np.zeros((racks, racks)), np.zeros((racks, racks))
         running = [c for c, task in enumerate(self.consumers) if task.state is TaskState.RUNNING]
         if not running:
-            return aggregate, remaining
+            return np.zeros((racks, racks)), np.zeros((racks, racks))
         dst = np.array([rack_of[self.consumers[c].host] for c in running])
         src = np.array([rack_of[t.host] if t.host is not None else -1 for t in self.parents])
         part = self.bytes[:, running]
@@ -43,8 +42,8 @@ class ShuffleMatrix:
         pair = src[:, None] * racks + dst[None, :]
         left = cross & ~fetched
         size = racks * racks
-        aggregate.flat += np.bincount(pair[cross], part[cross], size)
-        remaining.flat += np.bincount(pair[left], part[left], size)
+        aggregate = np.bincount(pair[cross], part[cross], size).reshape(racks, racks)
+        remaining = np.bincount(pair[left], part[left], size).reshape(racks, racks)
         return aggregate, remaining
 
 
