@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -23,16 +25,31 @@ from rich.table import Table
 from hybridbed.experiments.comparison import default_setups, setup_scenario
 from hybridbed.experiments.scenarios import load_scenario
 from hybridbed.experiments.simulated import run_simulation
+from hybridbed.results.progress import Progress
 from hybridbed.simulator.fairshare import RateSolver, max_min_rates, progressive_filling_rates
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "jobpacker-paper-sim.yaml"
 TARGET_S = {1: 15.0, 10: 300.0}  # wall seconds per setup (issue: the simulator at paper scale in seconds)
+PROGRESS_S = 30.0  # wall seconds between progress lines
 TEN_X = {"fabric.racks": 200, "workload.source": "synthetic", "workload.jobs": 10_000}
 
 
 def timed_run(scenario, out: Path, rates: RateSolver) -> tuple[dict, pd.Series]:
-    """One simulated run: its summary and every job's JCT."""
-    summary = run_simulation(scenario, out, rates=rates)
+    """One simulated run (its progress on stderr every PROGRESS_S): its summary and every job's JCT."""
+    told = time.monotonic()
+
+    def report(progress: Progress) -> None:
+        nonlocal told
+        if time.monotonic() - told >= PROGRESS_S:
+            told = time.monotonic()
+            print(
+                f"  {out.name}: {progress.jobs_done}/{progress.jobs_total} jobs, {progress.elapsed_s:.0f} simulated s, "
+                f"{progress.running_tasks} tasks running",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    summary = run_simulation(scenario, out, report, rates)
     return summary, pd.read_csv(out / "jobs.csv").set_index("job_id")["jct_s"]
 
 
