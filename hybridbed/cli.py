@@ -92,6 +92,9 @@ def _ocs_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"DSCP of bulk traffic in steering mode marked (default {_default(OcsSpec, 'bulk_dscp')})",
     )
     group.add_argument("--demand-source", choices=["hints", "measured", "both"])
+    group.add_argument(
+        "--measured-demand", choices=["interval", "backlog"], help="a pair's last interval, or its bytes since idle"
+    )
     group.add_argument("--elephant-threshold", type=float, help="bytes per interval below which demand is ignored")
 
 
@@ -135,6 +138,7 @@ def ocs_from_args(args: argparse.Namespace) -> OcsSpec:
                 "steering": "steering",
                 "bulk_dscp": "bulk_dscp",
                 "demand_source": "demand_source",
+                "measured_demand": "measured_demand",
                 "elephant_threshold": "elephant_threshold_bytes",
             },
         ),

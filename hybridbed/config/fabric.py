@@ -119,6 +119,15 @@ class OcsSpec(BaseModel):
         default="both",
         description="what periodic mode matches on: the policy's hints, the measured rack-to-rack bytes, or both",
     )
+    measured_demand: Literal["interval", "backlog"] = Field(
+        default="interval",
+        description=(
+            "measured rack-pair demand: the bytes of the last interval, or (backlog) every byte since the pair"
+            " last had an idle interval, so an aggregate too slow to cross the threshold in one interval"
+            " crosses it over several (JobPacker §2.2 sizes elephants by aggregate, not by rate); with"
+            " steering elephant or marked, only marked bytes count"
+        ),
+    )
     elephant_threshold_bytes: float = Field(
         default=0.0, ge=0, description="full scale; a rack pair's demand below it gets no circuit (JobPacker: 1.125 GB)"
     )

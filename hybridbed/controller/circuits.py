@@ -218,6 +218,26 @@ def combined_demand(hints: list[list[float]], measured: list[list[float]], sourc
     ]
 
 
+class MeasuredDemand:
+    """The measured rack-to-rack demand periodic mode matches on, from each interval's bytes: those bytes
+    (`interval`), or (`backlog`) a pair's bytes summed over the intervals since it last sent nothing."""
+
+    def __init__(self, racks: int, mode: str):
+        self.mode = mode
+        self.matrix = [[0.0] * racks for _ in range(racks)]
+
+    def update(self, interval_bytes: list[list[float]]) -> list[list[float]]:
+        """Take one interval's bytes; returns the demand now."""
+        if self.mode == "backlog":
+            self.matrix = [
+                [total + sent if sent > 0 else 0.0 for total, sent in zip(totals, sents)]
+                for totals, sents in zip(self.matrix, interval_bytes)
+            ]
+        else:
+            self.matrix = [list(row) for row in interval_bytes]
+        return self.matrix
+
+
 def periodic_configuration(
     demand: list[list[float]], threshold: float, ports_per_tor: int, current: Configuration
 ) -> Configuration:

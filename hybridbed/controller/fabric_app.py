@@ -28,6 +28,7 @@ from hybridbed.config.addressing import OCS_DPID, FabricPlan
 from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.controller.circuits import (
     Configuration,
+    MeasuredDemand,
     combined_demand,
     configuration_as_list,
     parse_configuration,
@@ -37,11 +38,10 @@ from hybridbed.controller.circuits import (
 from hybridbed.controller.events import OcsEvent, read_event_log
 from hybridbed.controller.rest_api import FabricRestApi
 from hybridbed.controller.rules import (
-    COOKIE_CIRCUIT,
-    COOKIE_EPS,
     COOKIE_RACK_MASK,
     FlowEntry,
     circuit_entry,
+    demand_cookies,
     steering_entry,
     switch_entries,
 )
@@ -100,7 +100,8 @@ class HybridFabricController(app_manager.OSKenApp):
         self.skipped_reconfigurations = 0
         racks = self.fabric.racks
         self.demand_hints = [[0.0] * racks for _ in range(racks)]
-        self.measured_demand = [[0.0] * racks for _ in range(racks)]
+        self._measured = MeasuredDemand(racks, self.ocs.measured_demand)
+        self.measured_demand = self._measured.matrix
         self._flow_bytes: dict[tuple[int, int], int] = {}
         self._reconfig_lock = hub.BoundedSemaphore(1)
         self._rest = hub.WSGIServer(("127.0.0.1", opts.rest_port), FabricRestApi(self))
@@ -262,7 +263,7 @@ class HybridFabricController(app_manager.OSKenApp):
             )
             for reply in replies:
                 for stat in reply.body:
-                    if not stat.cookie & (COOKIE_EPS | COOKIE_CIRCUIT):
+                    if not stat.cookie & demand_cookies(self.ocs):
                         continue
                     b = stat.cookie & COOKIE_RACK_MASK
                     key = (dp.id, stat.cookie)
@@ -271,7 +272,7 @@ class HybridFabricController(app_manager.OSKenApp):
                     delta = stat.byte_count - previous if stat.byte_count >= previous else stat.byte_count
                     self._flow_bytes[key] = stat.byte_count
                     measured[a][b] += delta
-        self.measured_demand = measured
+        self.measured_demand = self._measured.update(measured)
 
     def _periodic_loop(self) -> None:
         interval = self.ocs.reconfig_interval_s

@@ -5,7 +5,8 @@ what the switches hold is unit-tested without a switch.
 ToRs deliver to their hosts and send other racks' traffic up the EPS; the EPS core routes by rack subnet;
 the OCS forwards only along lit circuits (in_port -> out_port). A circuit a->b adds a higher-priority
 steering entry on ToR a that sends rack b's traffic (all of it, or only DSCP-marked bulk traffic) out of
-the circuit's OCS port instead.
+the circuit's OCS port instead. When only marked traffic may ride circuits, marked traffic without a circuit
+has entries of its own to the EPS, so that flow stats count it apart (the measured demand).
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from hybridbed.controller.circuits import Circuit, Configuration, steering
 
 PRIO_HOST = 300  # ToR: deliver to a host of this rack
 PRIO_CIRCUIT = 200  # ToR: another rack over a lit circuit
+PRIO_MARKED_EPS = 150  # ToR, steering only marked traffic: marked traffic over the EPS (counted apart)
 PRIO_EPS = 100  # ToR and EPS core: another rack over the packet-switched core; OCS: a lit circuit
 COOKIE_EPS = 0x1_0000  # | destination rack: lets flow stats split ToR traffic by destination rack
 COOKIE_CIRCUIT = 0x2_0000
+COOKIE_MARKED_EPS = 0x4_0000
 COOKIE_RACK_MASK = 0xFFFF
 ETH_IPV4 = 0x0800
 
@@ -80,10 +83,28 @@ def tor_entries(plan: FabricPlan, ocs: OcsSpec, rack: int, circuits: Configurati
         for other in range(plan.racks)
         if other != rack
     ]
+    if ocs.steers_marked_only:  # marked traffic no circuit carries, counted apart for the measured demand
+        entries += [
+            FlowEntry(
+                dpid,
+                PRIO_MARKED_EPS,
+                _rack_match(plan, other, ocs.bulk_dscp),
+                plan.tor_eps_port,
+                COOKIE_MARKED_EPS | other,
+            )
+            for other in range(plan.racks)
+            if other != rack
+        ]
     entries += [
         steering_entry(plan, ocs, src, dst, port) for (src, dst), port in steering(circuits).items() if src == rack
     ]
     return entries
+
+
+def demand_cookies(ocs: OcsSpec) -> int:
+    """The cookie bits of the ToR entries whose bytes are measured demand: those of marked traffic when only
+    marked traffic may ride a circuit, else all traffic to other racks."""
+    return (COOKIE_MARKED_EPS if ocs.steers_marked_only else COOKIE_EPS) | COOKIE_CIRCUIT
 
 
 def eps_entries(plan: FabricPlan) -> list[FlowEntry]:

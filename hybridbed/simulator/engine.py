@@ -30,7 +30,7 @@ import numpy as np
 
 from hybridbed.config.addressing import FabricPlan
 from hybridbed.config.scenario import Scenario
-from hybridbed.controller.circuits import combined_demand
+from hybridbed.controller.circuits import MeasuredDemand, combined_demand
 from hybridbed.results.path_accounting import path_by_ocs_share
 from hybridbed.results.progress import Progress
 from hybridbed.results.records import (
@@ -114,6 +114,7 @@ class Simulation:
         self.task_cap_mbps = workers.task_rate_cap_mbps
         self.ocs = SimulatedOcs(fabric.racks, self.links.ports, scenario.scaled_ocs())
         self.steering = scenario.ocs.steering  # in `marked` mode task traffic is unmarked
+        self._measured = MeasuredDemand(fabric.racks, scenario.ocs.measured_demand)
         self.now = 0.0
         self.events = 0
         self._timed: list[tuple[float, int, str, object]] = []
@@ -437,7 +438,8 @@ class Simulation:
             return
         racks = self.scenario.fabric.racks
         hints = self.policy.ocs_demand(self.cluster) or [[0.0] * racks for _ in range(racks)]
-        demand = combined_demand(hints, self.flows.take_pair_bytes(), self.scenario.ocs.demand_source)
+        measured = self._measured.update(self.flows.take_pair_bytes())
+        demand = combined_demand(hints, measured, self.scenario.ocs.demand_source)
         left, lit_at = self.ocs.reconfigure(self.now, demand)
         for a, b in left:
             self._reroute(a, b)

@@ -68,7 +68,8 @@ class FlowTable:
         self.core_bytes = np.zeros(core_links)  # bytes over each link between the ToRs and the core so far
         self._core_rate = np.zeros(core_links)
         racks = links.racks
-        self.pair_bytes = np.zeros(racks * racks)  # bytes per rack pair since take_pair_bytes
+        # bytes per rack pair since take_pair_bytes, of the flows that may ride a circuit (all, or the marked)
+        self.pair_bytes = np.zeros(racks * racks)
         self._pair_rate: np.ndarray = np.zeros(racks * racks)
         self._stale = False
         # flow classes: flows with one (cap, path) share a row in the rate computation
@@ -271,6 +272,7 @@ class FlowTable:
             self.class_paths,
             self.cls,
             self.pair,
+            self.steerable,
             len(self.flows),
             self.rate,
             core.start,
@@ -289,7 +291,8 @@ class FlowTable:
         return float(self.core_bytes[self.links.ocs_uplinks].sum())
 
     def take_pair_bytes(self) -> list[list[float]]:
-        """Bytes sent between every two racks since the last call (the controller's measured demand)."""
+        """Bytes sent between every two racks since the last call by flows that may ride a circuit (the
+        controller's measured demand: all traffic, or the marked traffic when only marked traffic may)."""
         racks = self.links.racks
         measured = self.pair_bytes.reshape(racks, racks).tolist()
         self.pair_bytes = np.zeros(racks * racks)
@@ -297,15 +300,18 @@ class FlowTable:
 
 
 @numba.njit(cache=True)
-def _spread_rates(class_rate, class_paths, cls, pair, n, rate, core_start, core_stop, pairs):  # pragma: no cover
+def _spread_rates(
+    class_rate, class_paths, cls, pair, steerable, n, rate, core_start, core_stop, pairs
+):  # pragma: no cover (compiled)
     """Give each of the n flows its class's rate (into `rate`); return the rate over each core link (a path's
-    second and third links are its core links, up and down, or padding) and between each rack pair."""
+    second and third links are its core links, up and down, or padding) and the rate of the flows that may
+    ride a circuit between each rack pair (the measured demand)."""
     core_rate = np.zeros(core_stop - core_start)
     pair_rate = np.zeros(pairs)
     for row in range(n):
         r = class_rate[cls[row]]
         rate[row] = r
-        if pair[row] >= 0:
+        if pair[row] >= 0 and steerable[row]:
             pair_rate[pair[row]] += r
         for hop in (1, 2):
             link = class_paths[cls[row], hop]

@@ -94,3 +94,39 @@ def test_measured_elephant_gets_a_circuit(periodic):
     assert (2, 0) in seen
     assert results[0].bytes_received > 0
     assert _wait_for_circuits(periodic, set()) == set(), "the circuit should go once the flow has ended"
+
+
+def test_only_marked_aggregates_count_and_their_backlog_reaches_the_threshold():
+    # elephant steering: only marked traffic may ride a circuit, so only marked bytes are demand. Rack 2's
+    # marked flow and rack 1's unmarked one both head for rack 0 (one OCS port in): only 2->0 gets it. At
+    # 0.5 Mb/s each (they share rack 0's 1 Mb/s EPS downlink) a pair moves ~31 kB per 0.5 s interval, so
+    # the 100 kB threshold is crossed by the backlog of several intervals, never by one
+    ocs = OcsSpec(
+        mode="periodic",
+        reconfig_interval_s=INTERVAL_S,
+        demand_source="measured",
+        measured_demand="backlog",
+        steering="elephant",
+        elephant_threshold_bytes=100_000,
+    )
+    fabric = FabricSpec(racks=3, hosts_per_rack=2, host_rate_mbps=10, eps_rate_mbps=1, ocs_rate_mbps=10)
+    with HybridNetwork(fabric, ocs) as net:
+        seen: set[tuple[int, int]] = set()
+        flows = [
+            threading.Thread(target=probes.goodput, args=(net, [((2, 0), (0, 0))], 6), kwargs={"dscp": ocs.bulk_dscp}),
+            threading.Thread(target=probes.goodput, args=(net, [((1, 0), (0, 1))], 6)),
+        ]
+        started = time.monotonic()
+        for flow in flows:
+            flow.start()
+        first_lit = None
+        while any(flow.is_alive() for flow in flows):
+            lit = _pairs(net.controller.circuits())
+            if (2, 0) in lit and first_lit is None:
+                first_lit = time.monotonic() - started
+            seen |= lit
+            time.sleep(0.1)
+        for flow in flows:
+            flow.join()
+    assert (2, 0) in seen and (1, 0) not in seen
+    assert first_lit is not None and first_lit >= 2 * INTERVAL_S  # a backlog, not one interval's bytes

@@ -5,6 +5,7 @@ import pytest
 from hybridbed.controller.circuits import (
     Circuit,
     ConfigurationError,
+    MeasuredDemand,
     elephant_demand,
     max_weight_configuration,
     parse_configuration,
@@ -83,3 +84,12 @@ def test_valid_configuration_round_trips():
 def test_invalid_demand_is_rejected(matrix, message):
     with pytest.raises(ConfigurationError, match=message):
         parse_demand(matrix, racks=2)
+
+
+def test_interval_demand_is_the_last_intervals_bytes_and_backlog_sums_them_until_a_pair_goes_idle():
+    intervals = [[[0, 4], [1, 0]], [[0, 4], [0, 0]], [[0, 4], [2, 0]]]
+    interval, backlog = MeasuredDemand(2, "interval"), MeasuredDemand(2, "backlog")
+    seen = [(interval.update(m), backlog.update(m)) for m in intervals]
+    assert [i for i, _ in seen] == intervals
+    # 0->1 keeps sending: 4, 8, 12 (crosses a threshold of 10 no single interval reaches); 1->0 paused once
+    assert [b for _, b in seen] == [[[0, 4], [1, 0]], [[0, 8], [0, 0]], [[0, 12], [2, 0]]]

@@ -10,8 +10,12 @@ from hybridbed.controller.circuits import Circuit
 from hybridbed.controller.rules import (
     COOKIE_CIRCUIT,
     COOKIE_EPS,
+    COOKIE_MARKED_EPS,
     PRIO_CIRCUIT,
+    PRIO_EPS,
     PRIO_HOST,
+    PRIO_MARKED_EPS,
+    demand_cookies,
     switch_entries,
 )
 
@@ -25,11 +29,27 @@ def test_a_tor_delivers_to_its_hosts_and_sends_other_racks_up_the_eps():
     entries = switch_entries(PLAN, ALL, PLAN.tor_dpid(1), frozenset())
     hosts = [e for e in entries if e.priority == PRIO_HOST]
     assert [(e.match_fields()["ipv4_dst"], e.out_port) for e in hosts] == [("10.0.1.1", 1), ("10.0.1.2", 2)]
-    eps = [e for e in entries if e.priority not in (PRIO_HOST, PRIO_CIRCUIT)]
+    eps = [e for e in entries if e.priority == PRIO_EPS]
     assert {e.match_fields()["ipv4_dst"] for e in eps} == {PLAN.rack_subnet(0), PLAN.rack_subnet(2)}
     assert {e.out_port for e in eps} == {PLAN.tor_eps_port}
     assert {e.cookie for e in eps} == {COOKIE_EPS | 0, COOKIE_EPS | 2}  # flow stats split bytes by destination
-    assert not [e for e in entries if e.priority == PRIO_CIRCUIT]
+    assert not [e for e in entries if e.priority in (PRIO_CIRCUIT, PRIO_MARKED_EPS)]
+    assert demand_cookies(ALL) == COOKIE_EPS | COOKIE_CIRCUIT  # every byte to another rack is demand
+
+
+def test_when_only_marked_traffic_rides_circuits_marked_traffic_has_eps_entries_of_its_own():
+    entries = switch_entries(PLAN, MARKED, PLAN.tor_dpid(0), CIRCUIT_0_TO_1)
+    marked_eps = [e for e in entries if e.priority == PRIO_MARKED_EPS]
+    assert {e.match_fields()["ipv4_dst"] for e in marked_eps} == {PLAN.rack_subnet(1), PLAN.rack_subnet(2)}
+    assert {e.match_fields()["ip_dscp"] for e in marked_eps} == {10}
+    assert {e.out_port for e in marked_eps} == {PLAN.tor_eps_port}
+    assert {e.cookie for e in marked_eps} == {COOKIE_MARKED_EPS | 1, COOKIE_MARKED_EPS | 2}
+    # the circuit's entry outranks the marked EPS entry, which outranks the unmarked one
+    assert PRIO_CIRCUIT > PRIO_MARKED_EPS > PRIO_EPS
+    # measured demand: marked bytes only (over the EPS or a circuit), not the unmarked EPS entries
+    cookies = demand_cookies(MARKED)
+    assert all(e.cookie & cookies for e in entries if e.priority in (PRIO_MARKED_EPS, PRIO_CIRCUIT))
+    assert not any(e.cookie & cookies for e in entries if e.priority == PRIO_EPS)
 
 
 def test_a_lit_circuit_steers_only_its_source_tor_and_only_marked_traffic_in_marked_mode():

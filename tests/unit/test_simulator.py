@@ -78,6 +78,41 @@ def simulate(tmp_path: Path, policy: str, name: str, **overrides) -> Path:
     return out
 
 
+def test_backlog_demand_lights_circuits_for_aggregates_too_slow_to_cross_the_threshold_in_one_interval(tmp_path):
+    # 400 kB after scaling: more than a 2 Mb/s EPS uplink moves in a 1 s interval, so measured demand of
+    # one interval never reaches it; summed over the intervals a pair keeps sending, it does
+    runs = {
+        mode: json.loads(
+            (
+                simulate(
+                    tmp_path,
+                    "fair",
+                    mode,
+                    **{
+                        "ocs.demand_source": "measured",
+                        "ocs.elephant_threshold_bytes": 400e6,
+                        "ocs.measured_demand": mode,
+                    },
+                )
+                / "summary.json"
+            ).read_text()
+        )
+        for mode in ("interval", "backlog")
+    }
+    assert runs["interval"]["reconfigurations"] == 0 and runs["interval"]["ocs_uplink_bytes"] == 0
+    assert runs["backlog"]["reconfigurations"] > 0 and runs["backlog"]["ocs_uplink_bytes"] > 0
+
+
+def test_only_flows_that_may_ride_a_circuit_count_as_measured_demand():
+    table, _, flow = two_rack_network(delay_ms=10)  # one steerable flow 0 -> 1 at 10 Mb/s
+    mouse = Flow("input", flow.task, 0, None, "r0h0", "r1h0", int(100 * MB), 0.0)
+    table.add(mouse, np.inf, None, steerable=False)
+    table.settle()
+    table.advance(1.0)
+    assert table.take_pair_bytes() == [[0.0, pytest.approx(5 * MB)], [0.0, 0.0]]  # half the EPS uplink each
+    assert table.eps_uplink_bytes == pytest.approx(10 * MB)  # both crossed it
+
+
 @pytest.mark.parametrize("policy", ["fair", "jobpacker"])
 def test_every_byte_of_the_workload_moves_and_every_job_finishes(tmp_path, policy):
     out = simulate(tmp_path, policy, policy)
