@@ -258,12 +258,13 @@ class DspPolicy(Policy):
 
     @staticmethod
     def _remaining_s(task: Task, now: float) -> float:
-        """Time the task still needs at its allotted rates (its run so far subtracted)."""
+        """Time the task still needs at its allotted rates (its run so far subtracted: the time since this
+        attempt started, less the time it spent suspended)."""
         total = expected_duration_s(task)
         if task.state is TaskState.RUNNING:
-            return max(total - (now - task.started_s), MIN_LEFT_S)
+            return max(total - (now - task.started_s - task.paused_s), MIN_LEFT_S)
         if task.state is TaskState.SUSPENDED:
-            return max(total - (task.suspended_s - task.started_s), MIN_LEFT_S)
+            return max(total - (task.suspended_s - task.started_s - task.paused_s), MIN_LEFT_S)
         return total
 
     # dispatch -------------------------------------------------------------------------------------

@@ -126,7 +126,7 @@ class SchedulerCore:
             job.disorders += 1  # its parents are not done: it waits for their outputs in its container
         else:
             task.waited_s += max(0.0, now - max(ready, task.queued_s))
-        task.state, task.host, task.started_s = TaskState.RUNNING, host.name, now
+        task.state, task.host, task.started_s, task.paused_s = TaskState.RUNNING, host.name, now, 0.0
         task.allocation = allocation or task.demand
         host.start(task)
         load = remote_read_load(task.demand)
@@ -305,6 +305,7 @@ class SchedulerCore:
         """A suspended task runs again or is requeued: its time suspended counts as waiting."""
         if task.suspended_s is not None:
             task.waited_s += self.cluster.now - task.suspended_s
+            task.paused_s += self.cluster.now - task.suspended_s
             task.suspended_s = None
 
     def _expect(self, task: Task, state: TaskState, verb: str) -> None:

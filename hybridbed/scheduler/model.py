@@ -218,6 +218,7 @@ class Task:
     finished_s: float | None = None
     queued_s: float = 0.0  # when this attempt joined the pending tasks
     suspended_s: float | None = None  # when it was last suspended, while it is
+    paused_s: float = 0.0  # this attempt's time suspended, over the suspensions that have ended
     waited_s: float = 0.0  # time it could have run and did not (pending once runnable, suspended), all attempts
 
     def partition_for(self, consumer: Task) -> int:

@@ -11,12 +11,14 @@ import pytest
 
 from hybridbed.experiments.simulated import run_simulation
 from hybridbed.policies.aalo import AaloPolicy
+from hybridbed.policies.dsp import DspPolicy
 from hybridbed.policies.fifo import FifoPolicy
 from hybridbed.policies.planning.dsp_schedule import PlanHost, PlanTask, list_schedule, objective, plan
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.dag_paths import stage_critical_paths
 from hybridbed.scheduler.model import Resources, StageSpec, build_job, dag_spec
+from hybridbed.scheduler.policy import Preemption
 from hybridbed.workloads.deadlines import with_deadlines
 from tests.small_scenarios import small_dsp
 
@@ -91,6 +93,40 @@ def test_a_task_waits_while_it_could_run_and_not_before():
     child = core.schedule(8.0)[0].task
     assert (first.waited_s, second.waited_s, child.waited_s) == (0.0, 4.0, 0.0)
     assert job.stage_ready_s == [0.0, 8.0] and job.disorders == 0
+
+
+class ScriptedPreemptions(FifoPolicy):
+    """FIFO that preempts what the test tells it to, once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.next: list[Preemption] = []
+
+    def preempt(self, cluster: ClusterState) -> list[Preemption]:
+        preemptions, self.next = self.next, []
+        return preemptions
+
+
+def test_a_resumed_task_has_left_what_it_had_left_when_suspended():
+    """A 4 s task suspended after 2 s and resumed 10 s later still needs 2 s (its time suspended is not run)."""
+    cluster = ClusterState(1, {"h": HostState("h", 0, 1, Resources(1, 256))}, 1.0)
+    policy = ScriptedPreemptions()
+    core = SchedulerCore(policy, cluster, random.Random(1))
+    core.submit(build_job(chain("j"), CONTAINER), 0.0)
+    task = core.schedule(0.0)[0].task
+    assert DspPolicy._remaining_s(task, 1.0) == pytest.approx(3.0)
+    policy.next = [Preemption(task, "suspend")]
+    core.act(2.0)
+    assert DspPolicy._remaining_s(task, 7.0) == pytest.approx(2.0)
+    policy.next = [Preemption(task, "resume")]
+    core.act(12.0)
+    assert DspPolicy._remaining_s(task, 12.0) == pytest.approx(2.0)
+    assert DspPolicy._remaining_s(task, 13.0) == pytest.approx(1.0)
+    policy.next = [Preemption(task, "suspend")]  # a second suspension adds to the first
+    core.act(13.0)
+    policy.next = [Preemption(task, "resume")]
+    core.act(20.0)
+    assert DspPolicy._remaining_s(task, 20.5) == pytest.approx(0.5)
 
 
 def test_aalo_moves_a_job_down_its_queues_as_it_is_served():
