@@ -71,7 +71,7 @@ def main() -> None:
         f"{scenario.fabric.racks} x {scenario.fabric.hosts_per_rack} servers"
     )
     columns = ["setup", "makespan s", "wall s", f"wall / {target:g} s", "planning s", "events / s", "sim s / wall s"]
-    columns += [] if args.no_reference else ["reference wall s", "speed-up", "max JCT diff ms", "same makespan"]
+    columns += [] if args.no_reference else ["reference wall s", "speed-up", "max JCT diff ms", "reference makespan s"]
     for column in columns:
         table.add_column(column, justify="right")
     with tempfile.TemporaryDirectory() as tmp:
@@ -94,17 +94,16 @@ def main() -> None:
                     scenario_of_setup, Path(tmp) / f"{setup}-reference", progressive_filling_rates
                 )
                 jct_diff_ms = float((jcts - reference_jcts).abs().max()) * 1e3
-                same = round(summary["makespan_s"], 3) == round(reference["makespan_s"], 3)
                 row += [
                     f"{reference['wall_s']:.1f}",
                     f"{reference['wall_s'] / wall:.2f}",
                     f"{jct_diff_ms:.3f}",
-                    str(same),
+                    f"{reference['makespan_s']:.3f}",
                 ]
                 result |= {
                     "reference_wall_s": reference["wall_s"],
                     "max_jct_diff_ms": jct_diff_ms,
-                    "same_makespan": same,
+                    "reference_makespan_s": reference["makespan_s"],
                 }
             table.add_row(*row)
             print(json.dumps(result), flush=True)
