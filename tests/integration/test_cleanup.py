@@ -153,7 +153,7 @@ def test_ctrl_c_pressed_three_times_during_a_run_leaves_nothing_and_keeps_the_re
             os.killpg(proc.pid, signal.SIGINT)
             time.sleep(pause)
         _, stderr = proc.communicate(timeout=120)
-        assert proc.returncode != 0
+        assert proc.returncode != 0, stderr
         _assert_gone(manifest)
         assert "still tearing down" in stderr
         assert json.loads((out / "summary.json").read_text())["status"] == "interrupted"
