@@ -129,7 +129,13 @@ def one_run(i: int, backend: str, scenario: Path, out: Path, rng: random.Random)
     command = [sys.executable, "-m", "hybridbed.cli", "run", str(scenario), "--backend", backend, "--out", str(out)]
     started = time.monotonic()
     proc = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        # Ctrl-C must reach it as a terminal's foreground job, even when this bench runs as a background job
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     manifest = None
     delay = rng.uniform(1.0, 12.0) if backend == "emulation" else rng.uniform(0.5, 2.5)

@@ -140,6 +140,9 @@ def test_ctrl_c_pressed_three_times_during_a_run_leaves_nothing_and_keeps_the_re
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        # as in a terminal's foreground job, whatever the test runner inherited (a shell's background job
+        # ignores SIGINT, and so would its children)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         manifest = _run_of(proc)
