@@ -325,10 +325,12 @@ def read_scenario(path: Path, overrides: dict | None = None) -> dict:
         workload["trace"] = str(here / trace)
     elif isinstance(trace, list):
         workload["trace"] = [str(here / t) if isinstance(t, str) else t for t in trace]
-    for key, value in (overrides or {}).items():  # "backend" or "section.field"
-        *section, field = key.split(".")
-        target = data.setdefault(section[0], {}) if section else data
-        if isinstance(target, dict):  # else the section itself is malformed, which validation reports
+    for key, value in (overrides or {}).items():  # "backend", "section.field" or "section.subsection.field"
+        *sections, field = key.split(".")
+        target = data
+        for name in sections:
+            target = target.setdefault(name, {}) if isinstance(target, dict) else None
+        if isinstance(target, dict):  # else a section itself is malformed, which validation reports
             target[field] = value
     return data
 

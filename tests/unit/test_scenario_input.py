@@ -68,6 +68,11 @@ def test_an_override_of_a_malformed_section_reports_the_section(tmp_path):
         load_scenario(path, {"scheduler.policy": "corral"})
 
 
+def test_an_override_reaches_a_field_of_a_subsection():
+    scenario = load_scenario(QUICKSTART, {"workers.container.cores": 2})
+    assert scenario.workers.container.cores == 2 and scenario.workers.container.memory_mb == 256
+
+
 @pytest.mark.parametrize(
     "trace, message",
     [
