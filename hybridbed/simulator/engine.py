@@ -49,6 +49,7 @@ from hybridbed.scheduler.transfers import transfer_cap_mbps
 from hybridbed.simulator.fabric import MBPS_TO_BYTES_S, FabricLinks, SimulatedOcs
 from hybridbed.simulator.fairshare import RateSolver, max_min_rates
 from hybridbed.simulator.flows import FINISH_TOLERANCE_S, Flow, FlowTable
+from hybridbed.workers.host_cpu import HostCpu
 from hybridbed.workers.shuffle import ShuffleFetches
 
 LOOPBACK_BYTES_S = 10e9  # a reducer reading its own host's map output: a local copy, not a link
@@ -76,8 +77,8 @@ class ReduceFetches:
 
 @dataclass
 class Compute:
-    """A running task's compute: the work left (seconds at its full share), the pace it goes at (its share of
-    its demanded cores; 0 while suspended), since when, and a token that outdates its scheduled end."""
+    """A running task's compute: the work left (seconds at its full share), the pace it goes at (the share of
+    its demanded cores its host gives it; 0 while suspended), since when, and a token that outdates its scheduled end."""
 
     left_s: float
     pace: float
@@ -122,6 +123,7 @@ class Simulation:
         self._reduces: dict[str, ReduceFetches] = {}
         self._parts: dict[str, int] = {}  # per running task: its transfers and compute still under way
         self._compute: dict[str, Compute] = {}
+        self._cpu = {name: HostCpu(host.capacity.cores) for name, host in self.cluster.hosts.items()}
         self._paused: dict[str, list[tuple[Flow, float]]] = {}  # suspended task -> its flows, bytes left
         self._suspensions: dict[str, int] = {}  # a resumption takes effect only if no suspension came after
         self._stats: dict[str, dict] = {}
@@ -246,8 +248,8 @@ class Simulation:
         """Start the task's compute and (where disks are modelled) the write of its output."""
         written = self._stats[task.task_id]["written_bytes"]
         self._count_part(task)
-        compute = self._compute[task.task_id] = Compute(task.compute_s, self._pace(task), self.now)
-        self._schedule_compute(task, attempt, compute)
+        self._compute[task.task_id] = Compute(task.compute_s, 0.0, self.now)
+        self._share_cpu(task)
         if self.links.models_disk and written:
             self._start_part(Flow("write", task, attempt, None, task.host, task.host, written, self.now))
 
@@ -259,11 +261,27 @@ class Simulation:
         self._parts[task.task_id] = self._parts.get(task.task_id, 0) + 1
 
     def _pace(self, task: Task) -> float:
-        """How fast the task computes now: not at all while suspended, else its share of its demanded cores."""
-        if task.task_id in self._paused:
+        """How fast the task computes now: not at all while suspended, else at the share of its demanded cores
+        its host gives it (its allocated cores, less where the host's cores are over-committed)."""
+        given = self._cpu[task.host].given.get(task.task_id)
+        if given is None:
             return 0.0
         demanded = task.demand.cores
-        return min(1.0, task.allocation.cores / demanded) if demanded > 0 else 1.0
+        return min(1.0, given / demanded) if demanded > 0 else 1.0
+
+    def _share_cpu(self, task: Task, host: str | None = None) -> None:
+        """The task started or stopped computing, was suspended or resumed, or got a new share: share its
+        host's cores anew (`workers.host_cpu`, as Linux does) and re-pace it and every task whose cores changed.
+        `host`: where it ran, for a killed task (no longer on any)."""
+        host = host or task.host
+        assert host is not None
+        computing = task.task_id in self._compute and task.task_id not in self._paused
+        changed = self._cpu[host].set(task.task_id, task.allocation.cores if computing else None)
+        running = self.cluster.hosts[host].running
+        self._repace(task)
+        for task_id in changed:
+            if task_id != task.task_id:
+                self._repace(running[task_id])
 
     def _schedule_compute(self, task: Task, attempt: int, compute: Compute) -> None:
         compute.token += 1
@@ -274,6 +292,7 @@ class Simulation:
         compute = self._compute.get(task.task_id)
         if compute is not None and compute.token == token and task.attempt == attempt:
             del self._compute[task.task_id]
+            self._share_cpu(task)
             self._part_done(task, attempt)
 
     def _part_done(self, task: Task, attempt: int) -> None:
@@ -301,7 +320,8 @@ class Simulation:
         self.logs.actions.write(action_row(action, self.now))
         task = action.task
         if action.action == "suspend":
-            self._repace(task, lambda: self._paused.setdefault(task.task_id, self.flows.take_out(task)))
+            self._paused.setdefault(task.task_id, self.flows.take_out(task))
+            self._share_cpu(task)
             self._suspensions[task.task_id] = self._suspensions.get(task.task_id, 0) + 1
         elif action.action == "resume":
             self._at(
@@ -314,23 +334,22 @@ class Simulation:
             self._end_fetches(task)
             for running in (self._compute, self._paused, self._parts, self._stats, self._suspensions):
                 running.pop(task.task_id, None)
+            self._share_cpu(task, action.host)
             self._offer[action.host] = None
         else:
-            self._repace(task)
+            self._share_cpu(task)
             if task.task_id in self._reduces:
                 self._hold_shuffle_rate(self._reduces[task.task_id])
             for flow, remaining in self.flows.take_out(task):
                 self._start_flow(flow, remaining)
 
-    def _repace(self, task: Task, change: Callable[[], object] = lambda: None) -> None:
-        """The task's pace changes (suspended, resumed, a new share): account the compute done at the old
-        pace, make the change, go on at the new pace (its compute ends at another time)."""
+    def _repace(self, task: Task) -> None:
+        """The task's pace may have changed (suspended, resumed, a new share, its host's cores shared anew):
+        account the compute done at the old pace and go on at the new one (its compute ends at another time)."""
         compute = self._compute.get(task.task_id)
         if compute is not None:
             compute.left_s -= (self.now - compute.since) * compute.pace
             compute.since = self.now
-        change()
-        if compute is not None:
             compute.pace = self._pace(task)
             self._schedule_compute(task, task.attempt, compute)
 
@@ -340,7 +359,8 @@ class Simulation:
         paused = self._paused.get(task.task_id)
         if paused is None:
             return
-        self._repace(task, lambda: self._paused.pop(task.task_id))
+        del self._paused[task.task_id]
+        self._share_cpu(task)
         for flow, remaining in paused:
             self._start_flow(flow, remaining)
         if task.task_id in self._reduces:

@@ -2,7 +2,9 @@
 
 It registers with the scheduler over the control channel, heartbeats with the usage of its tasks
 (psutil), serves its data (input replicas, map outputs) over TCP on the data network, and runs every
-task attempt as a process of its own in a cgroup with the task's CPU quota and memory limit.
+task attempt as a process of its own in a cgroup with the task's CPU quota and memory limit. Where a policy
+over-commits the host's cores, the tasks computing share them as Linux would on a host of that many cores
+(`workers.host_cpu`): each gets its max-min share, through its cgroup's quota and its pace of compute.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import psutil
 
 from hybridbed.workers.cgroups import TaskCgroup
 from hybridbed.workers.fetch import DataServer
+from hybridbed.workers.host_cpu import HostCpu
 from hybridbed.workers.protocol import (
     Channel,
     FailedMessage,
@@ -36,10 +39,13 @@ from hybridbed.workers.protocol import (
 
 
 class RunningTask:
-    def __init__(self, key: str, proc: subprocess.Popen, cgroup: TaskCgroup):
+    def __init__(self, key: str, proc: subprocess.Popen, cgroup: TaskCgroup, cores: float):
         self.key = key
         self.proc = proc
         self.cgroup = cgroup
+        self.cores = cores  # its allocated cores (its share's, after a change)
+        self.computing = False
+        self.frozen = False
         self.stdin_lock = threading.Lock()
         self.suspensions = 0  # a resumption thaws only if no suspension came after it was asked for
 
@@ -50,6 +56,7 @@ class WorkerAgent:
         self.data_dir = Path(args.data_dir)
         self.channel = Channel.connect_unix(args.scheduler_socket)
         self.tasks: dict[str, RunningTask] = {}
+        self.cpu = HostCpu(args.cores)
         self.lock = threading.Lock()
         self.stopping = threading.Event()
 
@@ -143,7 +150,8 @@ class WorkerAgent:
     def _launch(self, task: TaskDescription) -> None:
         key = task_key(task["task_id"], task["attempt"])
         cgroup = TaskCgroup([Path(p) for p in self.args.cgroup_roots], self.args.cgroup_version, key)
-        cgroup.create(task["share"]["cores"] if "share" in task else task["cores"], task["memory_mb"])
+        cores = task["share"]["cores"] if "share" in task else task["cores"]
+        cgroup.create(cores, task["memory_mb"])
         run = {**task, "data_dir": str(self.data_dir), "compute_mode": self.args.compute_mode}
         proc = subprocess.Popen(
             [sys.executable, "-m", "hybridbed.workers.task"],
@@ -155,7 +163,7 @@ class WorkerAgent:
         )
         proc.stdin.write(json.dumps(run) + "\n")
         proc.stdin.flush()
-        running = RunningTask(key, proc, cgroup)
+        running = RunningTask(key, proc, cgroup, cores)
         with self.lock:
             self.tasks[key] = running
         started: StartedMessage = {
@@ -196,6 +204,8 @@ class WorkerAgent:
             if op == "suspend":
                 running.suspensions += 1
                 running.cgroup.freeze()
+                running.frozen = True
+                self._share_cores(running)
             elif op == "resume":
                 threading.Thread(
                     target=self._resume, args=(running, running.suspensions, message["overhead_s"]), daemon=True
@@ -205,17 +215,37 @@ class WorkerAgent:
                 if running.suspensions:
                     running.cgroup.thaw()  # a frozen process dies only once thawed
             else:
-                running.cgroup.set_cores(message["share"]["cores"])
+                running.cores = message["share"]["cores"]
+                running.cgroup.set_cores(running.cores)
                 self._tell(running, {"share": message["share"]})  # it paces its compute and transfers anew
+                self._share_cores(running)
         except FileNotFoundError:  # its cgroup went with it
             pass
 
-    @staticmethod
-    def _resume(running: RunningTask, suspensions: int, overhead_s: float) -> None:
+    def _resume(self, running: RunningTask, suspensions: int, overhead_s: float) -> None:
         time.sleep(overhead_s)
         if running.suspensions == suspensions:
             with contextlib.suppress(FileNotFoundError):
                 running.cgroup.thaw()
+                running.frozen = False
+                self._share_cores(running)
+
+    def _share_cores(self, running: RunningTask) -> None:
+        """The task started or stopped computing, was frozen or thawed, got a new share or ended: share the
+        host's cores anew among the tasks computing, and give each task whose cores changed its new quota and
+        pace. Under the lock, so that two changes cannot reach a task in the wrong order."""
+        with self.lock:
+            computing = running.computing and not running.frozen and running.key in self.tasks
+            changed = self.cpu.set(running.key, running.cores if computing else None)
+            if not computing and running.key in self.tasks:
+                changed[running.key] = running.cores  # its quota back for whatever it does next
+            for key, cores in changed.items():
+                task = self.tasks.get(key)
+                if task is None:
+                    continue
+                with contextlib.suppress(FileNotFoundError):
+                    task.cgroup.set_cores(cores)
+                self._tell(task, {"cpu": cores})
 
     def _follow(self, task: TaskDescription, running: RunningTask) -> None:
         """Forward the task's records to the scheduler; report how it ended; remove its cgroup."""
@@ -223,7 +253,10 @@ class WorkerAgent:
         done = None
         for line in running.proc.stdout:
             record = json.loads(line)
-            if record["event"] == "fetch":
+            if record["event"] == "compute":
+                running.computing = record["computing"]
+                self._share_cores(running)
+            elif record["event"] == "fetch":
                 self.channel.send(cast(FetchMessage, {"op": "fetch", **ident, **record}))
             elif record["event"] == "done":
                 done = record
@@ -231,6 +264,7 @@ class WorkerAgent:
         error = running.proc.stderr.read()[-2000:]
         with self.lock:
             self.tasks.pop(running.key, None)
+        self._share_cores(running)
         running.cgroup.remove()
         if self.stopping.is_set():
             return

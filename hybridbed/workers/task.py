@@ -5,7 +5,10 @@ output to fetch; a later line for the same parent task replaces an earlier one (
 A line {"share": {"cores": ..., "rate_bps": ..., "disk_read_bps": ..., "disk_write_bps": ...}} gives the task
 a new share while it runs (its cgroup's quota changes with it): compute, disk and the transfers under way
 go at the new rates (a connection's new rate is kept by the receiver, below the cap its sender paces at).
-stdout: JSON lines: a `fetch` record per connection, then `done` with the totals.
+A line {"cpu": cores} gives the cores its host gives it now (less than its share where a policy over-commits
+the host's cores, `workers.host_cpu`); compute goes at that pace.
+stdout: JSON lines: `compute` when its compute starts and ends (`computing`: true, false; the agent shares
+the host's cores among the tasks computing), a `fetch` record per connection, then `done` with the totals.
 
 Compute is emulated either by waiting (`sleep`, the default: it leaves the CPU to Open vSwitch on a
 small machine) or by burning CPU time inside the cgroup's quota (`cpu`).
@@ -34,9 +37,13 @@ from hybridbed.workers.shuffle import Connection, ShuffleFetches
 FETCH_RETRY_S = 1.0
 
 
+_stdout_lock = threading.Lock()  # compute reports from a thread of its own
+
+
 def emit(record: dict) -> None:
-    sys.stdout.write(json.dumps(record) + "\n")
-    sys.stdout.flush()
+    with _stdout_lock:
+        sys.stdout.write(json.dumps(record) + "\n")
+        sys.stdout.flush()
 
 
 SLEEP_STEP_S = 0.05  # compute by waiting goes in steps this long, so a suspension is not counted as work
@@ -72,6 +79,15 @@ def compute(seconds: float, mode: str, speed: Speed | None = None) -> None:
         sum(range(10_000))
 
 
+def reported_compute(seconds: float, mode: str, speed: Speed) -> None:
+    """Compute, telling the agent when it starts and ends: it shares the host's cores among computing tasks."""
+    emit({"event": "compute", "computing": True})
+    try:
+        compute(seconds, mode, speed)
+    finally:
+        emit({"event": "compute", "computing": False})
+
+
 def write_outputs(files: dict[Path, int], rate: Rate) -> None:
     pacer = Pacer(rate)
     for path, size in files.items():
@@ -97,7 +113,7 @@ def output_files(task: dict, data_dir: Path) -> dict[Path, int]:
 
 def compute_and_write(task: dict, files: dict[Path, int], speed: Speed, rates: Rates) -> list[threading.Thread]:
     return alongside(
-        (compute, task["compute_s"], task["compute_mode"], speed), (write_outputs, files, rates.disk_write)
+        (reported_compute, task["compute_s"], task["compute_mode"], speed), (write_outputs, files, rates.disk_write)
     )
 
 
@@ -209,6 +225,8 @@ def main() -> int:
             message = json.loads(line)
             if "share" in message:
                 take_share(message["share"])
+            elif "cpu" in message:
+                speed.set_cores(message["cpu"])
             else:
                 notices.put(message)
 

@@ -1,5 +1,6 @@
 """A real worker agent (in a network namespace of its own, tasks in real cgroups) told by a scripted
-scheduler to suspend and resume, kill, and re-quota and re-pace running tasks."""
+scheduler to suspend and resume, kill, and re-quota and re-pace running tasks, and sharing its host's cores
+among tasks that over-commit them."""
 
 from __future__ import annotations
 
@@ -85,7 +86,7 @@ def receive(channel: Channel, op: str, timeout_s: float = 30) -> dict:
     raise AssertionError(f"no {op} message within {timeout_s:g} s")
 
 
-def launch(channel: Channel, task_id: str) -> dict:
+def launch(channel: Channel, task_id: str, cores: float = 1.0) -> dict:
     channel.send(
         {
             "op": "launch",
@@ -93,7 +94,7 @@ def launch(channel: Channel, task_id: str) -> dict:
                 "task_id": task_id,
                 "attempt": 0,
                 "kind": "map",
-                "cores": 1.0,
+                "cores": cores,
                 "memory_mb": 256,
                 "compute_s": COMPUTE_S,
                 "partitions": [],
@@ -145,6 +146,30 @@ def test_a_task_given_half_its_cores_computes_at_half_the_pace(agent):
     finished = receive(agent, "finished")
     took = finished["time"] - started["time"]
     assert 3.6 <= took <= 4.8, took  # 2 s of work at half pace (the share arrives a moment after the start)
+
+
+def cpu_quota_cores(cgroup: Path) -> float:
+    if (cgroup / "cpu.cfs_quota_us").exists():
+        return int((cgroup / "cpu.cfs_quota_us").read_text()) / int((cgroup / "cpu.cfs_period_us").read_text())
+    quota, period = (cgroup / "cpu.max").read_text().split()
+    return int(quota) / int(period)
+
+
+def test_tasks_over_committing_the_hosts_cores_share_them_and_a_frozen_one_leaves_its_share(agent):
+    """Two 4-core tasks on the agent's 4-core host: each gets 2 cores (its quota and its pace) while both
+    compute. Suspending one after 1 s gives the other all 4: it has done 0.5 s of its 2 s by then and takes
+    1.5 s more, so 2.5 s in all (alone 2 s; sharing throughout 4 s)."""
+    first, second = launch(agent, "t4", cores=4.0), launch(agent, "t5", cores=4.0)
+    time.sleep(0.5)
+    assert [cpu_quota_cores(Path(s["cgroups"][0])) for s in (first, second)] == [2.0, 2.0]
+    time.sleep(0.5)
+    agent.send({"op": "suspend", "key": "t4.a0"})
+    finished = receive(agent, "finished")
+    assert finished["task_id"] == "t5"
+    took = finished["time"] - second["time"]
+    assert 2.3 <= took <= 3.2, took
+    agent.send({"op": "resume", "key": "t4.a0", "overhead_s": 0.0})
+    assert receive(agent, "finished")["task_id"] == "t4"
 
 
 def test_a_fetch_under_way_slows_to_a_new_network_share(agent):
