@@ -53,10 +53,11 @@ class HostState:
     def free_slots(self) -> int:
         return self.slots - len(self.running) if self.alive else 0
 
-    def can_run(self, task: Task, allocation: Resources | None = None) -> bool:
+    def can_run(self, task: Task, allocation: Resources | None = None, cores: bool = True) -> bool:
         """A free container with room for the task's cores and memory (its demand, or the share it is to start
-        with; disk and network may be over-allocated, as YARN does; a packing policy checks them itself)."""
-        return self.free_slots > 0 and (allocation or task.demand).allocatable_in(self.free)
+        with; disk and network may be over-allocated, as YARN does; a packing policy checks them itself).
+        `cores=False`: memory alone, the cores over-committed (a policy that allocates memory slots only)."""
+        return self.free_slots > 0 and (allocation or task.demand).allocatable_in(self.free, cores)
 
     def start(self, task: Task) -> None:
         self.running[task.task_id] = task

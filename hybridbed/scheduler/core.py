@@ -114,7 +114,7 @@ class SchedulerCore:
         job = self.cluster.jobs[task.job_id]
         if task.kind is StageKind.REDUCE and not self.cluster.stage_released(job, task.stage):
             raise PolicyError(f"policy {self.policy.name} chose {task.task_id} before its parent stages released it")
-        if not host.can_run(task, allocation):
+        if not host.can_run(task, allocation, self.policy.allocates_cores):
             raise PolicyError(f"policy {self.policy.name} chose {task.task_id} for {host.name}, which has no room")
         self._check_share_shape(task, task.demand, allocation)
 

@@ -45,9 +45,10 @@ class Resources:
             if i < 2 or c > 0
         )
 
-    def allocatable_in(self, capacity: Resources) -> bool:
-        """Cores and memory fit: what the scheduler core checks, as YARN does, whatever the policy."""
-        return self.cores <= capacity.cores + 1e-9 and self.memory_mb <= capacity.memory_mb + 1e-9
+    def allocatable_in(self, capacity: Resources, cores: bool = True) -> bool:
+        """Cores and memory fit: what the scheduler core checks, as YARN does, whatever the policy (memory
+        alone for a policy that does not allocate cores, as YARN's memory-only resource calculator)."""
+        return (not cores or self.cores <= capacity.cores + 1e-9) and self.memory_mb <= capacity.memory_mb + 1e-9
 
     def __add__(self, other: Resources) -> Resources:
         return Resources(*(a + b for a, b in zip(self.vector(), other.vector())))

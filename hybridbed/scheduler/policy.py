@@ -19,7 +19,8 @@ A policy answers the scheduler's questions; it never talks to workers, the netwo
   network fetches), applied while they run.
 The last three default to nothing, so policies that never preempt or share need not know of them. A policy with
 `respects_precedence = False` may start a DAG stage's tasks once their parent tasks have started, before they
-are done (each such start is a dependency-order violation, a disorder, counted per job). Policies register under
+are done (each such start is a dependency-order violation, a disorder, counted per job). One with
+`allocates_cores = False` is held to memory and containers only, so it may over-commit a host's cores. Policies register under
 the entry point group `hybridbed.policies`; a third-party package adds one without touching hybridbed.
 """
 
@@ -90,6 +91,9 @@ class Policy:
     summary: ClassVar[str]
     default_slowstart: ClassVar[float] = 0.05  # YARN's mapreduce.job.reduce.slowstart.completedmaps
     respects_precedence: ClassVar[bool] = True
+    # False: the policy allocates memory slots only and may over-commit a host's cores; its tasks then share
+    # the cores as Linux shares them (workers/host_cpu.py)
+    allocates_cores: ClassVar[bool] = True
     Params: ClassVar[type[PolicyParams]] = PolicyParams
 
     def __init__(self, **params: Any) -> None:

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from hybridbed.policies.fair import FairPolicy
+from hybridbed.policies.fair import FairPolicy, FairSlotsPolicy
 from hybridbed.policies.fifo import FifoPolicy
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.core import PolicyError, SchedulerCore
@@ -94,6 +94,23 @@ def test_fair_hands_a_freed_container_to_the_job_furthest_below_its_share():
     core.task_finished(first.task_id, first.attempt, 2.0)
     (launch,) = core.schedule(2.0)
     assert launch.task.job_id == "b"
+
+
+@pytest.mark.parametrize(
+    ("policy", "container", "per_host"),
+    [
+        (FairPolicy, Resources(2, 256), 1),  # cores are allocated: one 2-core task per 2-core host
+        (FairSlotsPolicy, Resources(2, 256), 2),  # slots mode: the cores are over-committed
+        (FairSlotsPolicy, Resources(1, 512), 1),  # ... but never the memory
+    ],
+)
+def test_fair_slots_mode_over_commits_cores_but_never_memory_or_containers(policy, container, per_host):
+    state = cluster(racks=1, hosts=2, slots=2)  # hosts of 2 containers, 2 cores, 512 MB
+    core = SchedulerCore(policy(node_delay_s=0, rack_delay_s=0), state, random.Random(1))
+    job = spec("a", maps=8, reduces=0)
+    core.submit(build_job(job, container), 0.0)
+    launches = core.schedule(0.0)
+    assert Counter(launch.host for launch in launches) == {"r0h0": per_host, "r0h1": per_host}
 
 
 def test_fifo_serves_the_oldest_job_first():

@@ -215,3 +215,22 @@ def test_a_policy_error_fails_the_run_and_keeps_what_was_written(tmp_path, monke
         simulate(tmp_path, "fifo", "bad")
     summary = json.loads((tmp_path / "bad" / "summary.json").read_text())
     assert summary["status"] == "failed" and (tmp_path / "bad" / "tasks.csv").exists()
+
+
+@pytest.mark.parametrize("policy", ["fair", "fair-slots"])
+def test_tasks_over_committing_a_host_share_its_cores_and_compute_slower(tmp_path, monkeypatch, policy):
+    """Maps of 2 cores and 10 s on hosts of 2 cores and 2 slots: Fair runs one at a time per host, each in
+    10 s; Fair's slots mode runs two, and while two overlap each gets one core (half its demand), so a map
+    that overlapped another for o seconds takes 10 + o/2 s."""
+    job = JobSpec("j", 0.0, 16, 0, 0, 16, 0, 10.0, 1.0)
+    monkeypatch.setattr("hybridbed.experiments.simulated.build_workload", lambda scenario: [job])
+    out = simulate(tmp_path, policy, policy, **{"workers.container.cores": 2})
+    maps = pd.read_csv(out / "tasks.csv")
+    assert len(maps) == 16
+    overlaps = []
+    for row in maps.itertuples():
+        others = maps[(maps.host == row.host) & (maps.task_id != row.task_id)]
+        overlap = (np.minimum(others.finish_s, row.finish_s) - np.maximum(others.start_s, row.start_s)).clip(0).sum()
+        overlaps.append(overlap)
+        assert row.finish_s - row.start_s == pytest.approx(10.0 + overlap / 2, abs=1e-6)
+    assert (max(overlaps) > 0) == (policy == "fair-slots")
