@@ -54,8 +54,17 @@ class WorkersSpec(_Strict):
         ge=0,
         description="a suspended task's recovery time when resumed (DSP's t_r): it stays stopped this much longer",
     )
-    disk_read_mbps_per_host: float = Field(default=0.0, ge=0, description="0: disk bandwidth not modelled")
-    disk_write_mbps_per_host: float = Field(default=0.0, ge=0, description="0: disk bandwidth not modelled")
+    disk_read_mbps_per_host: float = Field(
+        default=0.0,
+        ge=0,
+        description="a host's disk read bandwidth, shared by its tasks' reads and the reads it serves other hosts "
+        "(workers/host_share.py, both backends); 0: disk bandwidth not modelled",
+    )
+    disk_write_mbps_per_host: float = Field(
+        default=0.0,
+        ge=0,
+        description="a host's disk write bandwidth, shared by its tasks' output writes; 0: not modelled",
+    )
 
     @model_validator(mode="after")
     def _slots_fit(self) -> WorkersSpec:

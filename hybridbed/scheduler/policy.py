@@ -92,7 +92,7 @@ class Policy:
     default_slowstart: ClassVar[float] = 0.05  # YARN's mapreduce.job.reduce.slowstart.completedmaps
     respects_precedence: ClassVar[bool] = True
     # False: the policy allocates memory slots only and may over-commit a host's cores; its tasks then share
-    # the cores as Linux shares them (workers/host_cpu.py)
+    # the cores as Linux shares them (workers/host_share.py)
     allocates_cores: ClassVar[bool] = True
     Params: ClassVar[type[PolicyParams]] = PolicyParams
 

@@ -49,7 +49,7 @@ from hybridbed.scheduler.transfers import transfer_cap_mbps
 from hybridbed.simulator.fabric import MBPS_TO_BYTES_S, FabricLinks, SimulatedOcs
 from hybridbed.simulator.fairshare import RateSolver, max_min_rates
 from hybridbed.simulator.flows import FINISH_TOLERANCE_S, Flow, FlowTable
-from hybridbed.workers.host_cpu import HostCpu
+from hybridbed.workers.host_share import HostShare
 from hybridbed.workers.shuffle import ShuffleFetches
 
 LOOPBACK_BYTES_S = 10e9  # a reducer reading its own host's map output: a local copy, not a link
@@ -123,7 +123,7 @@ class Simulation:
         self._reduces: dict[str, ReduceFetches] = {}
         self._parts: dict[str, int] = {}  # per running task: its transfers and compute still under way
         self._compute: dict[str, Compute] = {}
-        self._cpu = {name: HostCpu(host.capacity.cores) for name, host in self.cluster.hosts.items()}
+        self._cpu = {name: HostShare(host.capacity.cores) for name, host in self.cluster.hosts.items()}
         self._paused: dict[str, list[tuple[Flow, float]]] = {}  # suspended task -> its flows, bytes left
         self._suspensions: dict[str, int] = {}  # a resumption takes effect only if no suspension came after
         self._stats: dict[str, dict] = {}
@@ -271,7 +271,7 @@ class Simulation:
 
     def _share_cpu(self, task: Task, host: str | None = None) -> None:
         """The task started or stopped computing, was suspended or resumed, or got a new share: share its
-        host's cores anew (`workers.host_cpu`, as Linux does) and re-pace it and every task whose cores changed.
+        host's cores anew (`workers.host_share`, as Linux does) and re-pace it and every task whose cores changed.
         `host`: where it ran, for a killed task (no longer on any)."""
         host = host or task.host
         assert host is not None

@@ -2,20 +2,29 @@
 
 It registers with the scheduler over the control channel, heartbeats with the usage of its tasks
 (psutil), serves its data (input replicas, map outputs) over TCP on the data network, and runs every
-task attempt as a process of its own in a cgroup with the task's CPU quota and memory limit. Where a policy
-over-commits the host's cores, the tasks computing share them as Linux would on a host of that many cores
-(`workers.host_cpu`): each gets its max-min share, through its cgroup's quota and its pace of compute.
+task attempt as a process of its own in a cgroup with the task's CPU quota and memory limit.
+
+It shares the host's cores and (where the scenario gives hosts a disk bandwidth) its disk reads and writes
+among the tasks using them (`workers.host_share`): each task says when it computes, reads its block or
+writes its output, and the agent gives every task whose share changed its new one (the cores through its
+cgroup's quota and its pace of compute, disk bandwidth through its token buckets). What its data server
+reads for other hosts' fetches is a disk read here too, paced at its share. Where a policy over-commits the
+host, its tasks thus share it as they would a host of that size; where nothing is over-committed, each gets
+what it was allotted.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
+import math
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
@@ -23,7 +32,8 @@ import psutil
 
 from hybridbed.workers.cgroups import TaskCgroup
 from hybridbed.workers.fetch import DataServer
-from hybridbed.workers.host_cpu import HostCpu
+from hybridbed.workers.host_share import HostShare
+from hybridbed.workers.pacing import Rate
 from hybridbed.workers.protocol import (
     Channel,
     FailedMessage,
@@ -39,12 +49,12 @@ from hybridbed.workers.protocol import (
 
 
 class RunningTask:
-    def __init__(self, key: str, proc: subprocess.Popen, cgroup: TaskCgroup, cores: float):
+    def __init__(self, key: str, proc: subprocess.Popen, cgroup: TaskCgroup, allotted: dict[str, float | None]):
         self.key = key
         self.proc = proc
         self.cgroup = cgroup
-        self.cores = cores  # its allocated cores (its share's, after a change)
-        self.computing = False
+        self.allotted = allotted  # cores, disk_read_bps, disk_write_bps: its share's (None: not paced)
+        self.using: set[str] = set()  # the host resources it uses now
         self.frozen = False
         self.stdin_lock = threading.Lock()
         self.suspensions = 0  # a resumption thaws only if no suspension came after it was asked for
@@ -56,13 +66,19 @@ class WorkerAgent:
         self.data_dir = Path(args.data_dir)
         self.channel = Channel.connect_unix(args.scheduler_socket)
         self.tasks: dict[str, RunningTask] = {}
-        self.cpu = HostCpu(args.cores)
+        self.shares = {"cores": HostShare(args.cores)}  # a host resource -> who uses it and what each gets
+        for resource, mbps in (("disk_read_bps", args.disk_read_mbps), ("disk_write_bps", args.disk_write_mbps)):
+            if mbps > 0:
+                self.shares[resource] = HostShare(mbps * 1e6)
+        self._serving: dict[str, Rate] = {}  # the data server's disk reads under way
+        self._serve_keys = itertools.count()
         self.lock = threading.Lock()
         self.stopping = threading.Event()
 
     def run(self) -> int:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        DataServer(self.args.ip, self.data_dir).start()
+        reads = self.serving_disk_read if "disk_read_bps" in self.shares else None
+        DataServer(self.args.ip, self.data_dir, reads).start()
         register: RegisterMessage = {
             "op": "register",
             "host": self.args.host,
@@ -150,8 +166,13 @@ class WorkerAgent:
     def _launch(self, task: TaskDescription) -> None:
         key = task_key(task["task_id"], task["attempt"])
         cgroup = TaskCgroup([Path(p) for p in self.args.cgroup_roots], self.args.cgroup_version, key)
-        cores = task["share"]["cores"] if "share" in task else task["cores"]
-        cgroup.create(cores, task["memory_mb"])
+        share = task.get("share") or task
+        allotted = {
+            "cores": share["cores"],
+            "disk_read_bps": share["disk_read_bps"],
+            "disk_write_bps": share["disk_write_bps"],
+        }
+        cgroup.create(share["cores"], task["memory_mb"])
         run = {**task, "data_dir": str(self.data_dir), "compute_mode": self.args.compute_mode}
         proc = subprocess.Popen(
             [sys.executable, "-m", "hybridbed.workers.task"],
@@ -163,7 +184,7 @@ class WorkerAgent:
         )
         proc.stdin.write(json.dumps(run) + "\n")
         proc.stdin.flush()
-        running = RunningTask(key, proc, cgroup, cores)
+        running = RunningTask(key, proc, cgroup, allotted)
         with self.lock:
             self.tasks[key] = running
         started: StartedMessage = {
@@ -205,7 +226,7 @@ class WorkerAgent:
                 running.suspensions += 1
                 running.cgroup.freeze()
                 running.frozen = True
-                self._share_cores(running)
+                self._share_host(running)
             elif op == "resume":
                 threading.Thread(
                     target=self._resume, args=(running, running.suspensions, message["overhead_s"]), daemon=True
@@ -215,10 +236,15 @@ class WorkerAgent:
                 if running.suspensions:
                     running.cgroup.thaw()  # a frozen process dies only once thawed
             else:
-                running.cores = message["share"]["cores"]
-                running.cgroup.set_cores(running.cores)
-                self._tell(running, {"share": message["share"]})  # it paces its compute and transfers anew
-                self._share_cores(running)
+                share = message["share"]
+                running.allotted = {
+                    "cores": share["cores"],
+                    "disk_read_bps": share.get("disk_read_bps"),
+                    "disk_write_bps": share.get("disk_write_bps"),
+                }
+                running.cgroup.set_cores(share["cores"])
+                self._tell(running, {"share": share})  # it paces its compute and transfers anew
+                self._share_host(running)
         except FileNotFoundError:  # its cgroup went with it
             pass
 
@@ -228,24 +254,51 @@ class WorkerAgent:
             with contextlib.suppress(FileNotFoundError):
                 running.cgroup.thaw()
                 running.frozen = False
-                self._share_cores(running)
+                self._share_host(running)
 
-    def _share_cores(self, running: RunningTask) -> None:
-        """The task started or stopped computing, was frozen or thawed, got a new share or ended: share the
-        host's cores anew among the tasks computing, and give each task whose cores changed its new quota and
-        pace. Under the lock, so that two changes cannot reach a task in the wrong order."""
+    def _share_host(self, running: RunningTask, resources: list[str] | None = None) -> None:
+        """The task started or stopped using some of the host's resources, was frozen or thawed, got a new
+        share or ended: share those resources anew among their users, and give each task whose share changed
+        its new one. Under the lock, so that two changes cannot reach a task in the wrong order."""
         with self.lock:
-            computing = running.computing and not running.frozen and running.key in self.tasks
-            changed = self.cpu.set(running.key, running.cores if computing else None)
-            if not computing and running.key in self.tasks:
-                changed[running.key] = running.cores  # its quota back for whatever it does next
-            for key, cores in changed.items():
-                task = self.tasks.get(key)
-                if task is None:
-                    continue
+            alive = running.key in self.tasks
+            for resource in resources or list(self.shares):
+                active = alive and not running.frozen and resource in running.using
+                allotted = running.allotted[resource]
+                quota = allotted if allotted is not None else math.inf  # an unpaced stream: what the disk gives
+                changed: dict[str, float | None] = dict(
+                    self.shares[resource].set(running.key, quota if active else None)
+                )
+                if alive and not active:
+                    changed[running.key] = allotted  # its allotment back for whatever it does next
+                self._give(resource, changed)
+
+    def _give(self, resource: str, changed: dict[str, float | None]) -> None:
+        for key, value in changed.items():
+            if key in self._serving:
+                self._serving[key].bps = value
+                continue
+            task = self.tasks.get(key)
+            if task is None:
+                continue
+            if resource == "cores":
                 with contextlib.suppress(FileNotFoundError):
-                    task.cgroup.set_cores(cores)
-                self._tell(task, {"cpu": cores})
+                    task.cgroup.set_cores(value or 0.0)
+            self._tell(task, {"given": {resource: value}})
+
+    @contextlib.contextmanager
+    def serving_disk_read(self) -> Iterator[Rate]:
+        """A read of this host's disk for another host's fetch, for as long as it lasts: the rate it gets."""
+        key, rate = f"serve-{next(self._serve_keys)}", Rate(None)
+        with self.lock:
+            self._serving[key] = rate
+            self._give("disk_read_bps", dict(self.shares["disk_read_bps"].set(key, math.inf)))
+        try:
+            yield rate
+        finally:
+            with self.lock:
+                self._give("disk_read_bps", dict(self.shares["disk_read_bps"].set(key, None)))
+                del self._serving[key]
 
     def _follow(self, task: TaskDescription, running: RunningTask) -> None:
         """Forward the task's records to the scheduler; report how it ended; remove its cgroup."""
@@ -253,9 +306,13 @@ class WorkerAgent:
         done = None
         for line in running.proc.stdout:
             record = json.loads(line)
-            if record["event"] == "compute":
-                running.computing = record["computing"]
-                self._share_cores(running)
+            if record["event"] == "using":
+                resource = record["resource"]
+                (running.using.add if record["active"] else running.using.discard)(resource)
+                if resource in self.shares:
+                    self._share_host(running, [resource])
+                elif record["active"]:  # not shared here: it goes at its allotment
+                    self._tell(running, {"given": {resource: running.allotted[resource]}})
             elif record["event"] == "fetch":
                 self.channel.send(cast(FetchMessage, {"op": "fetch", **ident, **record}))
             elif record["event"] == "done":
@@ -264,7 +321,7 @@ class WorkerAgent:
         error = running.proc.stderr.read()[-2000:]
         with self.lock:
             self.tasks.pop(running.key, None)
-        self._share_cores(running)
+        self._share_host(running)
         running.cgroup.remove()
         if self.stopping.is_set():
             return
@@ -291,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ip", required=True)
     parser.add_argument("--slots", type=int, required=True)
     parser.add_argument("--cores", type=float, required=True)
+    parser.add_argument("--disk-read-mbps", type=float, default=0.0, help="0: the host's disk is not shared")
+    parser.add_argument("--disk-write-mbps", type=float, default=0.0, help="0: the host's disk is not shared")
     parser.add_argument("--memory-mb", type=float, required=True)
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--cgroup-roots", nargs="+", required=True)

@@ -6,33 +6,43 @@ file's size (8 bytes, big-endian; -1 if there is no such file, and nothing follo
 with sendfile(2): a reducer copies several map outputs of one host over one connection, as Hadoop's
 fetchers do. A rate cap is enforced by the kernel's TCP pacing on the sending socket
 (SO_MAX_PACING_RATE), so the cap shapes the flow itself; a DSCP marks the connection's packets (IP_TOS), which
-steering modes `elephant` and `marked` send over a lit circuit.
+steering modes `elephant` and `marked` send over a lit circuit. Where the host's disk is shared, the server
+reads for a request at the share the worker agent gives it, as the simulator puts every transfer on its
+source's disk.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import socketserver
 import struct
 import threading
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
-from hybridbed.workers.pacing import Pacer
+from hybridbed.workers.pacing import Pacer, Rate
 
 DATA_PORT = 7070
 SO_MAX_PACING_RATE = 47  # <asm-generic/socket.h>
 CHUNK = 1 << 16
+SERVE_CHUNK = 1 << 16  # bytes sent per take of a paced disk read's tokens
 
 
 class DataServer(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, ip: str, data_dir: Path):
+    def __init__(self, ip: str, data_dir: Path, disk_reads: Callable[[], AbstractContextManager[Rate]] | None = None):
+        """`disk_reads`: where the host's disk is shared, a read of it for as long as a request is served,
+        giving the rate it is paced at (its share of the disk, `workers.host_share`)."""
         self.data_dir = data_dir.resolve()
+        self.disk_reads = disk_reads
         super().__init__((ip, DATA_PORT), _DataRequest)
 
     def start(self) -> None:
@@ -48,15 +58,28 @@ class _DataRequest(socketserver.StreamRequestHandler):
             self.connection.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, int(request["rate_bps"] / 8))
         if request.get("dscp"):
             self.connection.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, request["dscp"] << 2)
-        for name in request["paths"]:
-            path = (self.server.data_dir / name).resolve()
-            if self.server.data_dir not in path.parents or not path.is_file():
-                self.wfile.write(struct.pack(">q", -1))
-                return
-            with path.open("rb") as data:
-                self.wfile.write(struct.pack(">q", path.stat().st_size))
-                self.wfile.flush()
-                self.connection.sendfile(data)
+        with self.server.disk_reads() if self.server.disk_reads else contextlib.nullcontext(None) as rate:
+            pacer = Pacer(rate, saved_s=0.0) if rate is not None else None
+            for name in request["paths"]:
+                path = (self.server.data_dir / name).resolve()
+                if self.server.data_dir not in path.parents or not path.is_file():
+                    self.wfile.write(struct.pack(">q", -1))
+                    return
+                with path.open("rb") as data:
+                    size = path.stat().st_size
+                    self.wfile.write(struct.pack(">q", size))
+                    self.wfile.flush()
+                    self._send(data, size, pacer)
+
+    def _send(self, data: BinaryIO, size: int, pacer: Pacer | None) -> None:
+        """The file's bytes, paced at the disk's share where it is shared."""
+        if pacer is None:
+            self.connection.sendfile(data)
+            return
+        for offset in range(0, size, SERVE_CHUNK):
+            count = min(SERVE_CHUNK, size - offset)
+            pacer.take(count)
+            self.connection.sendfile(data, offset, count)
 
 
 class FetchError(RuntimeError):

@@ -62,6 +62,13 @@ class Rates:
         self.disk_write.bps = share.get("disk_write_bps") or None
         self.connection.bps = share.get("rate_bps") or None
 
+    def update_given(self, given: dict) -> None:
+        """What the host's disk gives the task now (`workers.host_share`), for the directions named."""
+        if "disk_read_bps" in given:
+            self.disk_read.bps = given["disk_read_bps"] or None
+        if "disk_write_bps" in given:
+            self.disk_write.bps = given["disk_write_bps"] or None
+
 
 def write_bytes(path: Path, size: int, pacer: Pacer | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -5,10 +5,11 @@ output to fetch; a later line for the same parent task replaces an earlier one (
 A line {"share": {"cores": ..., "rate_bps": ..., "disk_read_bps": ..., "disk_write_bps": ...}} gives the task
 a new share while it runs (its cgroup's quota changes with it): compute, disk and the transfers under way
 go at the new rates (a connection's new rate is kept by the receiver, below the cap its sender paces at).
-A line {"cpu": cores} gives the cores its host gives it now (less than its share where a policy over-commits
-the host's cores, `workers.host_cpu`); compute goes at that pace.
-stdout: JSON lines: `compute` when its compute starts and ends (`computing`: true, false; the agent shares
-the host's cores among the tasks computing), a `fetch` record per connection, then `done` with the totals.
+A line {"given": {"cores" | "disk_read_bps" | "disk_write_bps": value}} gives what its host gives it of that
+resource now (less than its share where a policy over-commits the host, `workers.host_share`).
+stdout: JSON lines: `using` when it starts and stops computing, reading its block from disk or writing its
+output (`resource`: cores, disk_read_bps, disk_write_bps; `active`: true, false; the agent shares the host
+among the tasks using each), a `fetch` record per connection, then `done` with the totals.
 
 Compute is emulated either by waiting (`sleep`, the default: it leaves the CPU to Open vSwitch on a
 small machine) or by burning CPU time inside the cgroup's quota (`cpu`).
@@ -17,17 +18,20 @@ A map (a root stage's task) streams: it reads its block, computes and writes its
 time, and is done when all three are; a task with parents (a reducer) fetches every partition, then
 computes while writing its output. Output is one file per consumer task (`part-<stage>-<index>`) and,
 in a stage without children, the job's output. Disk reads and writes are paced at the task's allocated
-rates (`disk_read_bps`, `disk_write_bps`: per-task token buckets, as Tetris enforces disk allocations),
-its network connections together at `rate_bps`.
+rates (`disk_read_bps`, `disk_write_bps`: per-task token buckets, as Tetris enforces disk allocations), or
+at what the host's disk gives it where that is less; its network connections together at `rate_bps`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import sys
 import threading
 import time
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from hybridbed.workers.fetch import FetchError, fetch
@@ -79,19 +83,49 @@ def compute(seconds: float, mode: str, speed: Speed | None = None) -> None:
         sum(range(10_000))
 
 
-def reported_compute(seconds: float, mode: str, speed: Speed) -> None:
-    """Compute, telling the agent when it starts and ends: it shares the host's cores among computing tasks."""
-    emit({"event": "compute", "computing": True})
+@contextlib.contextmanager
+def using(resource: str) -> Iterator[None]:
+    """Tell the agent while the task uses one of its host's shared resources (cores, disk reads, disk writes):
+    it shares each among the tasks using it and says what this one gets. The use starts once that answer is
+    in (or after GIVEN_WAIT_S without one), so that no burst goes out at more than the host gives."""
+    with GIVEN.answered:
+        answers = GIVEN.answers[resource]
+    emit({"event": "using", "resource": resource, "active": True})
+    with GIVEN.answered:
+        GIVEN.answered.wait_for(lambda: GIVEN.answers[resource] > answers, timeout=GIVEN_WAIT_S)
     try:
-        compute(seconds, mode, speed)
+        yield
     finally:
-        emit({"event": "compute", "computing": False})
+        emit({"event": "using", "resource": resource, "active": False})
+
+
+class Given:
+    """How many times the agent has said what the host gives the task of each resource."""
+
+    def __init__(self) -> None:
+        self.answers: Counter[str] = Counter()
+        self.answered = threading.Condition()
+
+    def arrived(self, given: dict) -> None:
+        with self.answered:
+            self.answers.update(given.keys())
+            self.answered.notify_all()
+
+
+GIVEN = Given()
+GIVEN_WAIT_S = 2.0  # an agent answers within milliseconds; past this the task goes on at its allotment
+
+
+def reported_compute(seconds: float, mode: str, speed: Speed) -> None:
+    with using("cores"):
+        compute(seconds, mode, speed)
 
 
 def write_outputs(files: dict[Path, int], rate: Rate) -> None:
-    pacer = Pacer(rate)
-    for path, size in files.items():
-        write_bytes(path, size, pacer)
+    with using("disk_write_bps"):
+        pacer = Pacer(rate, saved_s=0.0)  # a disk gives no bursts above its rate
+        for path, size in files.items():
+            write_bytes(path, size, pacer)
 
 
 def alongside(*jobs: tuple) -> list[threading.Thread]:
@@ -124,8 +158,8 @@ def run_map(task: dict, data_dir: Path, speed: Speed, rates: Rates) -> dict:
     local = data_dir / block["path"]
     if local.exists():
         read_local, read_remote = local.stat().st_size, 0
-        pacer = Pacer(rates.disk_read)
-        with local.open("rb") as data:
+        with using("disk_read_bps"), local.open("rb") as data:
+            pacer = Pacer(rates.disk_read, saved_s=0.0)  # a disk gives no bursts above its rate
             while chunk := data.read(1 << 20):
                 pacer.take(len(chunk))
     else:
@@ -225,8 +259,12 @@ def main() -> int:
             message = json.loads(line)
             if "share" in message:
                 take_share(message["share"])
-            elif "cpu" in message:
-                speed.set_cores(message["cpu"])
+            elif "given" in message:
+                given = message["given"]
+                if "cores" in given:
+                    speed.set_cores(given["cores"])
+                rates.update_given(given)
+                GIVEN.arrived(given)
             else:
                 notices.put(message)
 

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,9 +21,8 @@ COMPUTE_S = 2.0
 BIG_BLOCK = 4_000_000
 
 
-@pytest.fixture
-def agent(tmp_path):
-    """A worker agent connected to this test as its scheduler; yields the channel and what it needs."""
+def start_agent(tmp_path: Path, *options: str) -> Iterator[Channel]:
+    """A worker agent connected to this test as its scheduler; yields the channel."""
     layout = CgroupLayout.detect()
     roots = layout.create_task_roots(f"it-preempt-{os.getpid()}")
     socket_path = str(tmp_path / "scheduler.sock")
@@ -54,6 +54,7 @@ def agent(tmp_path):
         *map(str, roots),
         "--cgroup-version",
         str(layout.version),
+        *options,
     ]
     # its own network namespace: its data server's port and its traffic stay off the machine's loopback
     proc = subprocess.Popen(["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "agent", *command])
@@ -75,6 +76,17 @@ def agent(tmp_path):
     server.close()
 
 
+@pytest.fixture
+def agent(tmp_path):
+    yield from start_agent(tmp_path)
+
+
+@pytest.fixture
+def agent_with_disk(tmp_path):
+    """The agent's host with a disk of 8 Mb/s (1 MB/s) each way."""
+    yield from start_agent(tmp_path, "--disk-read-mbps", "8", "--disk-write-mbps", "8")
+
+
 def receive(channel: Channel, op: str, timeout_s: float = 30) -> dict:
     """The next message of this kind (heartbeats and the like skipped)."""
     deadline = time.monotonic() + timeout_s
@@ -86,7 +98,9 @@ def receive(channel: Channel, op: str, timeout_s: float = 30) -> dict:
     raise AssertionError(f"no {op} message within {timeout_s:g} s")
 
 
-def launch(channel: Channel, task_id: str, cores: float = 1.0) -> dict:
+def launch(
+    channel: Channel, task_id: str, cores: float = 1.0, output_bytes: int = 1000, compute_s: float = COMPUTE_S
+) -> dict:
     channel.send(
         {
             "op": "launch",
@@ -96,9 +110,9 @@ def launch(channel: Channel, task_id: str, cores: float = 1.0) -> dict:
                 "kind": "map",
                 "cores": cores,
                 "memory_mb": 256,
-                "compute_s": COMPUTE_S,
+                "compute_s": compute_s,
                 "partitions": [],
-                "output_bytes": 1000,
+                "output_bytes": output_bytes,
                 "output_dir": f"out/j/{task_id}.a0",
                 "rate_bps": None,
                 "disk_read_bps": None,
@@ -170,6 +184,49 @@ def test_tasks_over_committing_the_hosts_cores_share_them_and_a_frozen_one_leave
     assert 2.3 <= took <= 3.2, took
     agent.send({"op": "resume", "key": "t4.a0", "overhead_s": 0.0})
     assert receive(agent, "finished")["task_id"] == "t4"
+
+
+def test_tasks_writing_at_once_share_the_hosts_disk(agent_with_disk):
+    """Two maps writing 3 MB each, unpaced by their allotments, on a host whose disk writes 1 MB/s: each
+    gets half, so each takes about 6 s; alone a map would take 3 s, and with no host disk a few milliseconds."""
+    started = [launch(agent_with_disk, f"w{i}", output_bytes=3_000_000, compute_s=0.1) for i in range(2)]
+    took = sorted(receive(agent_with_disk, "finished")["time"] - started[0]["time"] for _ in started)
+    assert took[0] >= 5.2 and took[1] <= 7.0, took
+
+
+def test_what_the_data_server_reads_for_another_host_shares_the_disk(agent_with_disk):
+    """A reducer fetching 4 MB from the host (no network cap) is held to the disk's 1 MB/s: about 4 s."""
+    channel = agent_with_disk
+    channel.send(
+        {
+            "op": "launch",
+            "task": {
+                "task_id": "t6",
+                "attempt": 0,
+                "kind": "reduce",
+                "cores": 1.0,
+                "memory_mb": 256,
+                "compute_s": 0.1,
+                "partitions": [],
+                "output_bytes": 0,
+                "output_dir": "out/j/t6.a0",
+                "rate_bps": None,
+                "disk_read_bps": None,
+                "disk_write_bps": None,
+                "n_sources": 1,
+            },
+        }
+    )
+    started = receive(channel, "started")
+    channel.send(
+        {
+            "op": "notice",
+            "key": "t6.a0",
+            "notice": {"source": "m0", "host": "h0", "ip": "127.0.0.1", "path": "blocks/big", "bytes": BIG_BLOCK},
+        }
+    )
+    took = receive(channel, "finished")["time"] - started["time"]
+    assert 3.6 <= took <= 5.5, took
 
 
 def test_a_fetch_under_way_slows_to_a_new_network_share(agent):

@@ -29,7 +29,7 @@ ALLOWED: dict[str, set[str]] = {
         "controller.circuits",
         "controller.events",
         "workers.shuffle",
-        "workers.host_cpu",
+        "workers.host_share",
     },
     "experiments": {
         "config",
