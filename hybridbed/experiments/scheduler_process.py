@@ -335,7 +335,7 @@ class SchedulerServer:
             "output_dir": _output_dir(task),
             **self._rates(task, demand),
         }
-        if task.allocation != demand:  # it starts with a smaller share: paced below its demand's caps
+        if task.allocation != demand:  # a smaller share, or its demand as placed: paced at that
             message["share"] = self._rates(task, task.allocation)
         if task.kind is StageKind.MAP:
             message["input"] = {

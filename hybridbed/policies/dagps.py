@@ -43,7 +43,7 @@ from pydantic import Field
 from hybridbed.policies.planning.dagps import DEFAULT_STEP, build_schedule, lower_bounds
 from hybridbed.policies.tetris import PackingScores, RemainingWork, normalised
 from hybridbed.scheduler.cluster import ClusterState, HostState
-from hybridbed.scheduler.model import Job, Resources, StageKind, StageSpec, Task
+from hybridbed.scheduler.model import Job, Resources, StageSpec, Task
 from hybridbed.scheduler.policy import Policy, PolicyParams
 from hybridbed.scheduler.transfers import expected_duration_s
 
@@ -168,7 +168,7 @@ class DagpsPolicy(Policy):
         found = []
         for job in cluster.launchable.values():
             runnable = cluster.runnable_stages(job)
-            fitting = [s for s in runnable if scores.of(job.stages[s].tasks[0].demand) is not None]
+            fitting = [s for s in runnable if scores.of(cluster.placed_stage_demand(job, s, host)) is not None]
             if not fitting:
                 continue
             pri, waiting = self._pri[job.job_id], cluster.pending[job.job_id].stages
@@ -183,8 +183,9 @@ class DagpsPolicy(Policy):
             for task, remote in offers:
                 if not cluster.source_has_room(task, host):
                     continue
-                penalty = 1 - self.params.remote_penalty if remote and task.kind is StageKind.MAP else 1.0
-                packing = pri[(task.stage, task.index)] / first * scores.of(task.demand) * penalty
+                penalty = 1 - self.params.remote_penalty if remote else 1.0
+                placed = scores.of(cluster.placed_task_demand(task, host.name))
+                packing = pri[(task.stage, task.index)] / first * placed * penalty
                 found.append(Candidate(task, job.spec.queue, packing, srpt))
         return found
 

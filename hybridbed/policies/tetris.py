@@ -2,15 +2,18 @@
 fairness knob and barrier hints.
 
 When a host has room, every job among the ⌈(1 − f)·|J|⌉ furthest below their fair share (f the
-fairness knob; share by DRF or slots) offers its candidate tasks: one per stage that may run (a root
+fairness knob; share by DRF or slots) offers its candidate tasks (if none of theirs fits the host, the
+other jobs do, so that the knob never leaves a host idle that a task fits): one per stage that may run (a root
 stage's best-located task, the first pending task of a released stage). A candidate must fit the host's free resources in every modelled dimension (cores, memory,
 disk read/write, network in/out), so nothing is over-allocated. Its score is
 
     alignment − ε · remaining work
 
-- alignment (§3.2): the dot product of the host's free resources and the task's peak demand, both
-  divided by the host's capacity, over every modelled dimension; times (1 − remote_penalty) when the
-  task uses resources elsewhere (a map reading a replica on another host, a reduce fetching the shuffle).
+- alignment (§3.2): the dot product of the host's free resources and the task's peak demand as placed
+  there (a map reading its block locally takes disk reads and no network in; reading it remotely,
+  network in and no local disk), both divided by the host's capacity, over every modelled dimension;
+  times (1 − remote_penalty) when the map reads its block from another host. A reduce fetches from
+  wherever its parents ran, wherever it is placed: no penalty, which would only rank reduces below maps.
 - remaining work (§3.3.1): over the job's tasks still to be scheduled, the sum of their normalised
   demands times their duration at their allotted rates (`transfers.expected_duration_s`); lower goes
   first, so a job that has started wins ties and jobs finish one after another, as SRTF intends. The
@@ -24,8 +27,8 @@ The scheduler core asks again while the host has room, so several tasks go out p
 
 A map reading its block from another host also takes disk-read and network-out bandwidth there (the
 scheduler core holds it for every policy; Tetris checks it is free before choosing the map). Not
-modelled: the ramp-up allowance of the resource tracker, the sources of a reducer's fetches, and
-placement-dependent demands (a map's network-in allotment is held even when it reads its block locally).
+modelled: the usage-based resource tracker with its ramp-up allowance (§4.1: free resources are what the
+tasks allotted them leave, not what they measurably use) and the sources of a reducer's fetches.
 """
 
 from __future__ import annotations
@@ -143,7 +146,11 @@ class TetrisPolicy(Policy):
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
         if host.free_slots <= 0:
             return None
-        candidates = self.candidates(host, cluster)
+        eligible = self.eligible_jobs(cluster)
+        candidates = self.candidates(host, cluster, eligible)
+        if not candidates:  # none of the jobs furthest below their share fits here: the others may
+            others = [job for job in cluster.launchable.values() if job not in eligible]
+            candidates = self.candidates(host, cluster, others)
         if not candidates:
             return None
         promoted = [c for c in candidates if c.promoted]
@@ -165,16 +172,16 @@ class TetrisPolicy(Policy):
         jobs = sorted(cluster.launchable.values(), key=lambda j: (share(j), j.spec.arrival_s, j.job_id))
         return jobs[: math.ceil((1 - self.params.fairness) * len(jobs))]
 
-    def candidates(self, host: HostState, cluster: ClusterState) -> list[Candidate]:
-        """Each eligible job's next task of every root stage (remote unless one has its block on this
-        host) and of every released stage, where they fit the host's free resources. Jobs share few demand
-        vectors, so each vector's fit and alignment is worked out once per decision."""
+    def candidates(self, host: HostState, cluster: ClusterState, jobs: list[Job]) -> list[Candidate]:
+        """Each job's next task of every root stage (a remote read unless one has its block on this host)
+        and of every released stage, where its demand as placed here fits the host's free resources. Jobs
+        share few demand vectors, so each vector's fit and alignment is worked out once per decision."""
         scores = PackingScores(host.free, host.capacity)
         found = []
-        for job in self.eligible_jobs(cluster):
+        for job in jobs:
             work = self._work.of(job.job_id, cluster.pending[job.job_id], host.capacity)
             for i in cluster.runnable_stages(job):
-                value = scores.of(job.stages[i].tasks[0].demand)  # a stage's tasks share their demand
+                value = scores.of(cluster.placed_stage_demand(job, i, host))
                 if value is None:
                     continue
                 remote = cluster.reads_remotely(job, i, host)

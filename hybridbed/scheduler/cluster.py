@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from hybridbed.scheduler.model import Allocation, Job, Locality, Resources, StageKind, Task, TaskState
 from hybridbed.scheduler.pending import PendingTasks
-from hybridbed.scheduler.transfers import remote_read_load
+from hybridbed.scheduler.transfers import placed_demand, remote_read_load
 
 
 @dataclass(frozen=True)
@@ -232,19 +232,32 @@ class ClusterState:
 
     def best_in_stage(self, job: Job, stage: int, host: HostState) -> tuple[Task, bool]:
         """The stage's pending task to start on `host` (for a root stage the best located one) and whether
-        its input is elsewhere (a root task without a replica on the host, or any task with parents).
-        The stage must have a pending task."""
+        it reads its input block from another host (a task with parents fetches from wherever its parents
+        ran, wherever it runs: that is not a remote read). The stage must have a pending task."""
         waiting = self.pending[job.job_id].stages[stage]
         if job.stages[stage].parents:
-            return waiting.first(), True
+            return waiting.first(), False
         local = waiting.node_local(host.name)
         if local is not None:
             return local, False
         return waiting.rack_local(host.rack) or waiting.first(), True
 
     def reads_remotely(self, job: Job, stage: int, host: HostState) -> bool:
-        """Whether the task best_in_stage gives has its input elsewhere, without picking it."""
-        return bool(job.stages[stage].parents) or not self.pending[job.job_id].stages[stage].by_host.get(host.name)
+        """Whether the task best_in_stage gives reads its block from another host, without picking it."""
+        return not job.stages[stage].parents and not self.pending[job.job_id].stages[stage].by_host.get(host.name)
+
+    def placed_stage_demand(self, job: Job, stage: int, host: HostState) -> Resources:
+        """The demand on `host` of the task best_in_stage gives (`placed_demand`), without picking it."""
+        first = job.stages[stage].tasks[0]  # a stage's tasks share their demand
+        if first.kind is not StageKind.MAP or first.input_block is None:
+            return first.demand
+        return placed_demand(first.demand, self.reads_remotely(job, stage, host))
+
+    def placed_task_demand(self, task: Task, host: str) -> Resources:
+        """What the task takes on `host`: a map's demand as placed there (`placed_demand`), another's as it is."""
+        if task.kind is not StageKind.MAP or task.input_block is None:
+            return task.demand
+        return placed_demand(task.demand, host not in task.input_block.replicas)
 
     def source_has_room(self, task: Task, host: HostState) -> bool:
         """A remote read needs its disk-read and network-out allotment free where the block is (Tetris §3.2)."""

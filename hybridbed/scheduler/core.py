@@ -99,7 +99,9 @@ class SchedulerCore:
                 task = self.policy.next_task(host, self.cluster) if self.cluster.launchable else None
                 if task is None:
                     continue
-                allocation = self.policy.launch_share(task, host, self.cluster) or task.demand
+                allocation = self.policy.launch_share(task, host, self.cluster) or self.cluster.placed_task_demand(
+                    task, host.name
+                )
                 self._check_launch(task, host, allocation)
                 self._start(task, host, now, allocation)
                 launches.append(Launch(task, host.name))
@@ -127,7 +129,7 @@ class SchedulerCore:
         else:
             task.waited_s += max(0.0, now - max(ready, task.queued_s))
         task.state, task.host, task.started_s, task.paused_s = TaskState.RUNNING, host.name, now, 0.0
-        task.allocation = allocation or task.demand
+        task.allocation = allocation or self.cluster.placed_task_demand(task, host.name)
         host.start(task)
         load = remote_read_load(task.demand)
         source = self.cluster.read_source(task, host.name) if load.net_out_mbps else None

@@ -11,6 +11,8 @@ paper's GENI setup limits each task's bandwidth, §5.1.3: a reducer's connection
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hybridbed.scheduler.model import Resources, StageKind, Task
 
 
@@ -33,6 +35,16 @@ def transfer_cap_mbps(demand: Resources, kind: str, local: bool, task_cap_mbps: 
 def network_cap_mbps(demand: Resources, kind: StageKind, task_cap_mbps: float | None) -> float | None:
     """The cap of a task's network connections together: a map's remote input read, a reducer's fetches."""
     return transfer_cap_mbps(demand, "input" if kind is StageKind.MAP else "shuffle", False, task_cap_mbps)
+
+
+def placed_demand(demand: Resources, block_remote: bool) -> Resources:
+    """What a map takes on the host it runs on (Tetris §3.1: a task's demands depend on its placement): one
+    reading its block there reads the disk and receives nothing over the network; one reading it from
+    another host receives it at its read rate and reads no disk here (the block's host serves it,
+    `remote_read_load`)."""
+    if block_remote:
+        return replace(demand, disk_read_mbps=0.0, net_in_mbps=demand.net_in_mbps or demand.disk_read_mbps)
+    return replace(demand, net_in_mbps=0.0)
 
 
 def remote_read_load(demand: Resources) -> Resources:

@@ -192,3 +192,57 @@ def test_baselines_pass_over_a_job_whose_task_does_not_fit(policy):
     core.submit(build_job(JobSpec("big", 0, 1, 0, 0, 1, 0, 1, 1), Resources(1, 8000)), 0.0)
     core.submit(build_job(JobSpec("small", 1, 1, 0, 0, 1, 0, 1, 1), Resources(1, 1000)), 0.0)
     assert [launch.task.job_id for launch in core.schedule(0.0)] == ["small"]
+
+
+def two_racks(policy: Policy) -> tuple[SchedulerCore, dict[str, HostState]]:
+    capacity = Resources(4, 4000, disk_read_mbps=100, net_in_mbps=100, net_out_mbps=100)
+    hosts = {name: HostState(name, rack, 4, capacity) for name, rack in (("a", 0), ("b", 1))}
+    return SchedulerCore(policy, ClusterState(2, hosts, slowstart=1.0), random.Random(0), replicas=1), hosts
+
+
+def blocks_on(core: SchedulerCore, job_id: str, host: str) -> None:
+    """Put every map block of the job on `host` alone."""
+    job, pending = core.cluster.jobs[job_id], PendingTasks()
+    for task in job.maps:
+        task.input_block = replace(task.input_block, replicas=(host,))
+        pending.add(task, core.cluster.rack_of, core.cluster.alive())
+    core.cluster.pending[job_id] = pending
+
+
+def test_a_map_holds_what_it_uses_where_it_is_placed():
+    core, hosts = two_racks(TetrisPolicy(fairness=0.0))
+    core.submit(build_job(JobSpec("j", 0, 2, 0, 0, 2, 0, 1, 1), Resources(1, 100, 40, net_in_mbps=40)), 0.0)
+    blocks_on(core, "j", "a")
+    local, remote = core.cluster.jobs["j"].maps
+    core._start(local, hosts["a"], 0.0)
+    assert (hosts["a"].used.disk_read_mbps, hosts["a"].used.net_in_mbps) == (40, 0)  # read from its disk
+    core._start(remote, hosts["b"], 0.0)
+    assert (hosts["b"].used.disk_read_mbps, hosts["b"].used.net_in_mbps) == (0, 40)  # received from a
+    assert (hosts["a"].used.disk_read_mbps, hosts["a"].used.net_out_mbps) == (80, 40)  # a's disk serves both
+
+
+def test_the_remote_penalty_falls_on_remote_reads_alone():
+    """A reduce fetches from wherever its parents ran, wherever it is placed: it competes with a map
+    reading its block remotely at its full alignment, and wins on it (without the SRTF term)."""
+    core, hosts = two_racks(TetrisPolicy(fairness=0.0, srtf_weight=0.0, barrier=1.0))
+    core.submit(build_job(JobSpec("early", 0, 1, 0, 0, 1, 0, 1, 1), Resources(1, 100)), 0.0)
+    core.submit(build_job(JobSpec("late", 1, 1, 1, 0, 1, 1, 1, 1), Resources(1, 100)), 0.0)
+    blocks_on(core, "early", "a")
+    late_map = core.cluster.jobs["late"].maps[0]
+    core._start(late_map, hosts["a"], 0.0)
+    core.task_finished(late_map.task_id, late_map.attempt, 1.0)
+    chosen = core.policy.next_task(hosts["b"], core.cluster)
+    assert (chosen.job_id, chosen.kind.value) == ("late", "reduce")
+    assert core.policy.next_task(hosts["a"], core.cluster).job_id == "early"  # read locally: no penalty
+
+
+def test_when_no_job_below_its_share_fits_the_fairness_knob_lets_the_others_offer():
+    host = HostState("m", 0, 4, Resources(4, 4000))
+    cluster = ClusterState(1, {"m": host}, slowstart=1.0)
+    policy = TetrisPolicy(fairness=0.5)
+    core = SchedulerCore(policy, cluster, random.Random(0), replicas=1)
+    core.submit(build_job(JobSpec("wide", 0, 1, 0, 0, 1, 0, 1, 1), Resources(4, 100)), 0.0)
+    core.submit(build_job(JobSpec("narrow", 1, 1, 0, 0, 2, 0, 1, 1), Resources(1, 100)), 0.0)
+    core._start(cluster.pending["narrow"].any_map(), host, 0.0)
+    assert [j.job_id for j in policy.eligible_jobs(cluster)] == ["wide"]  # furthest below its share
+    assert policy.next_task(host, cluster).job_id == "narrow"  # wide needs 4 cores, 3 are free
