@@ -146,11 +146,12 @@ class TetrisPolicy(Policy):
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
         if host.free_slots <= 0:
             return None
-        eligible = self.eligible_jobs(cluster)
-        candidates = self.candidates(host, cluster, eligible)
+        ranked = self.ranked_jobs(cluster)
+        eligible = self.eligible_count(len(ranked))
+        scores = PackingScores(host.free, host.capacity)
+        candidates = self.candidates(host, cluster, ranked[:eligible], scores)
         if not candidates:  # none of the jobs furthest below their share fits here: the others may
-            others = [job for job in cluster.launchable.values() if job not in eligible]
-            candidates = self.candidates(host, cluster, others)
+            candidates = self.candidates(host, cluster, ranked[eligible:], scores)
         if not candidates:
             return None
         promoted = [c for c in candidates if c.promoted]
@@ -166,26 +167,35 @@ class TetrisPolicy(Policy):
                 return task
         return None
 
+    def ranked_jobs(self, cluster: ClusterState) -> list[Job]:
+        """The launchable jobs, furthest below their fair share first."""
+        share = cluster.dominant_share if self.params.fair_share == "drf" else (lambda job: job.n_running)
+        return sorted(cluster.launchable.values(), key=lambda j: (share(j), j.spec.arrival_s, j.job_id))
+
+    def eligible_count(self, jobs: int) -> int:
+        """⌈(1 − f)·|J|⌉: how many of the ranked jobs the fairness knob lets offer tasks."""
+        return math.ceil((1 - self.params.fairness) * jobs)
+
     def eligible_jobs(self, cluster: ClusterState) -> list[Job]:
         """The ⌈(1 − f)·|J|⌉ launchable jobs furthest below their fair share."""
-        share = cluster.dominant_share if self.params.fair_share == "drf" else (lambda job: job.n_running)
-        jobs = sorted(cluster.launchable.values(), key=lambda j: (share(j), j.spec.arrival_s, j.job_id))
-        return jobs[: math.ceil((1 - self.params.fairness) * len(jobs))]
+        ranked = self.ranked_jobs(cluster)
+        return ranked[: self.eligible_count(len(ranked))]
 
-    def candidates(self, host: HostState, cluster: ClusterState, jobs: list[Job]) -> list[Candidate]:
+    def candidates(
+        self, host: HostState, cluster: ClusterState, jobs: list[Job], scores: PackingScores
+    ) -> list[Candidate]:
         """Each job's next task of every root stage (a remote read unless one has its block on this host)
         and of every released stage, where its demand as placed here fits the host's free resources. Jobs
         share few demand vectors, so each vector's fit and alignment is worked out once per decision."""
-        scores = PackingScores(host.free, host.capacity)
         found = []
         for job in jobs:
-            work = self._work.of(job.job_id, cluster.pending[job.job_id], host.capacity)
             for i in cluster.runnable_stages(job):
                 value = scores.of(cluster.placed_stage_demand(job, i, host))
                 if value is None:
                     continue
                 remote = cluster.reads_remotely(job, i, host)
                 promoted = job.stage_done[i] >= self.params.barrier * len(job.stages[i].tasks)
+                work = self._work.of(job.job_id, cluster.pending[job.job_id], host.capacity)
                 found.append(
                     Candidate(job, i, value * (1 - self.params.remote_penalty) if remote else value, work, promoted)
                 )

@@ -11,6 +11,7 @@ paper's GENI setup limits each task's bandwidth, §5.1.3: a reducer's connection
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 from hybridbed.scheduler.model import Resources, StageKind, Task
@@ -37,6 +38,7 @@ def network_cap_mbps(demand: Resources, kind: StageKind, task_cap_mbps: float | 
     return transfer_cap_mbps(demand, "input" if kind is StageKind.MAP else "shuffle", False, task_cap_mbps)
 
 
+@functools.lru_cache(maxsize=4096)  # few distinct demands, asked at every decision
 def placed_demand(demand: Resources, block_remote: bool) -> Resources:
     """What a map takes on the host it runs on (Tetris §3.1: a task's demands depend on its placement): one
     reading its block there reads the disk and receives nothing over the network; one reading it from
