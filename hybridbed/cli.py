@@ -298,6 +298,7 @@ def _fidelity_line(verdict: str, reasons: list[str]) -> str:
 def cmd_compare(args: argparse.Namespace) -> int:
     from hybridbed.experiments.comparison import compare, default_setups
     from hybridbed.experiments.scenarios import available_setups
+    from hybridbed.workloads.bounds import makespan_lower_bounds
     from hybridbed.workloads.build import build_workload
 
     scenario = _load_for_backend(args)
@@ -312,6 +313,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         f"[bold]{scenario.name}[/bold]: {jobs} jobs under {', '.join(setups)}, one after another "
         f"({scenario.backend}) -> {out}"
     )
+    console.print(_bounds_line(makespan_lower_bounds(scenario)))
     status = console.status("")
     status.start()
     try:
@@ -343,6 +345,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
         _print_comparison(table, scenario.compare_baseline, f"{scenario.name}: {jobs} jobs ({scenario.backend})")
         console.print(f"table (comparison_table.md, .csv; comparison.csv has every column) and plots in {out}")
     return 0 if all(str(s) == "done" for s in table.status) else 1
+
+
+def _bounds_line(bounds: dict[str, float]) -> str:
+    """The workload's makespan lower bounds, the binding one first (hybridbed/workloads/bounds.py)."""
+    ordered = sorted(bounds.items(), key=lambda item: -item[1])
+    return "lower bounds on the makespan, total demand / capacity: " + ", ".join(
+        f"{name} {seconds:,.1f} s" for name, seconds in ordered
+    )
 
 
 def _print_comparison(table, baseline: str, title: str, out: Console | None = None) -> None:
