@@ -221,6 +221,19 @@ class SchedulerServer:
             for source in message.get("sources", []):  # a shuffle connection: the parent outputs it copied
                 self.core.shuffle_fetched(message["task_id"], message["attempt"], source)
         elif kind == "heartbeat" and self.t0:
+            if host in self.cluster.hosts:
+                self.cluster.hosts[host].report_usage(
+                    Resources(
+                        0,
+                        0,
+                        message["disk_read_mbps"],
+                        message["disk_write_mbps"],
+                        message["net_in_mbps"],
+                        message["net_out_mbps"],
+                    ),
+                    self._now(),
+                    self.scenario.workers.heartbeat_s,
+                )
             self.usage_log.write(
                 {
                     "time_s": round(message["time"] - self.t0, 3),

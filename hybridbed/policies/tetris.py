@@ -25,10 +25,13 @@ disk read/write, network in/out), so nothing is over-allocated. Its score is
 The scheduler core asks again while the host has room, so several tasks go out per heartbeat
 ("bundling").
 
-A map reading its block from another host also takes disk-read and network-out bandwidth there (the
-scheduler core holds it for every policy; Tetris checks it is free before choosing the map). Not
-modelled: the usage-based resource tracker with its ramp-up allowance (§4.1: free resources are what the
-tasks allotted them leave, not what they measurably use) and the sources of a reducer's fetches.
+Free resources (§4.1): cores and memory as allocated; disk and network bandwidth as the host's resource
+tracker last measured them in use (`HostState.tracked_free`: both backends report every heartbeat), plus
+the allotments of the tasks started since, so that what a task leaves unused of its peak demand (a
+reducer's disk writes while it fetches, a selective map's writes once written) is packed with other
+tasks. A map reading its block from another host also takes disk-read and network-out bandwidth there
+(the scheduler core holds it for every policy; Tetris checks it is free, as allocated, before choosing
+the map). Not modelled: the sources of a reducer's fetches.
 """
 
 from __future__ import annotations
@@ -130,6 +133,11 @@ class TetrisParams(PolicyParams):
         description="alignment x (1 - this) for a task that uses resources elsewhere (§3.2: the paper's 10%)",
     )
     fair_share: Literal["drf", "slots"] = Field(default="drf", description="how a job's share is measured")
+    usage_tracker: bool = Field(
+        default=True,
+        description="free disk and network bandwidth as the hosts' resource trackers measure them in use "
+        "(§4.1), not as allocated; false: allocation-based, every task holding its peak demands",
+    )
 
 
 class TetrisPolicy(Policy):
@@ -148,7 +156,7 @@ class TetrisPolicy(Policy):
             return None
         ranked = self.ranked_jobs(cluster)
         eligible = self.eligible_count(len(ranked))
-        scores = PackingScores(host.free, host.capacity)
+        scores = PackingScores(host.tracked_free() if self.params.usage_tracker else host.free, host.capacity)
         candidates = self.candidates(host, cluster, ranked[:eligible], scores)
         if not candidates:  # none of the jobs furthest below their share fits here: the others may
             candidates = self.candidates(host, cluster, ranked[eligible:], scores)

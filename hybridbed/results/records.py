@@ -53,6 +53,8 @@ USAGE_FIELDS = [
     "io_write_mbps",
     "net_in_mbps",
     "net_out_mbps",
+    "disk_read_mbps",
+    "disk_write_mbps",
 ]
 FLOW_FIELDS = [
     "job_id",

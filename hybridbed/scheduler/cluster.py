@@ -41,6 +41,11 @@ class HostState:
     # start/stop/hold/release/clear (policies read `free` at every decision)
     used: Resources = field(default=Resources(0, 0))
     free: Resources = field(init=False)
+    # the resource tracker's last report (Tetris §4.1): disk and network bandwidth in use on the host, when
+    # it was taken and over what window (None: no report yet)
+    reported: Resources | None = None
+    reported_s: float = 0.0
+    report_window_s: float = 0.0
 
     def __post_init__(self) -> None:
         self.free = self.capacity - self.used
@@ -80,6 +85,34 @@ class HostState:
         """A task here now holds `allocation` instead of what it held (suspended, resumed, a new share)."""
         self._use(self.used - task.allocation + allocation)
 
+    def report_usage(self, usage: Resources, now: float, window_s: float) -> None:
+        """The host's disk and network bandwidth in use now (its cores and memory fields are ignored), as
+        measured over the last `window_s`."""
+        self.reported, self.reported_s, self.report_window_s = usage, now, window_s
+
+    def tracked_free(self) -> Resources:
+        """Free resources as Tetris's resource tracker sees them (§4.1): cores and memory as allocated (YARN
+        enforces them); disk and network bandwidth as the last report measured them in use, plus the
+        allotments of the tasks started within its window or after it, whose use it could not show in full
+        (in place of the paper's ramp-up allowance). A task that leaves part of its allotment unused, such
+        as a reducer's disk-write rate while it fetches, leaves that part to others."""
+        if self.reported is None:
+            return self.free
+        fresh = Resources(0, 0)
+        since = self.reported_s - self.report_window_s
+        for task in self.running.values():
+            if task.started_s is not None and task.started_s > since:
+                fresh = fresh + task.allocation
+        used, cap = self.reported + fresh, self.capacity
+        return Resources(
+            self.free.cores,
+            self.free.memory_mb,
+            cap.disk_read_mbps - used.disk_read_mbps,
+            cap.disk_write_mbps - used.disk_write_mbps,
+            cap.net_in_mbps - used.net_in_mbps,
+            cap.net_out_mbps - used.net_out_mbps,
+        )
+
     def hold(self, task_id: str, load: Resources) -> None:
         self.serving[task_id] = load
         self._use(self.used + load)
@@ -93,6 +126,7 @@ class HostState:
         self.running.clear()
         self.serving.clear()
         self._use(Resources(0, 0))
+        self.reported = None
 
 
 @dataclass

@@ -44,7 +44,7 @@ from hybridbed.results.records import (
 )
 from hybridbed.scheduler.assembly import container, scheduler_core
 from hybridbed.scheduler.core import SchedulerCore
-from hybridbed.scheduler.model import JobSpec, StageKind, Task, TaskAction, build_job
+from hybridbed.scheduler.model import JobSpec, Resources, StageKind, Task, TaskAction, build_job
 from hybridbed.scheduler.transfers import transfer_cap_mbps
 from hybridbed.simulator.fabric import MBPS_TO_BYTES_S, FabricLinks, SimulatedOcs
 from hybridbed.simulator.fairshare import RateSolver, max_min_rates
@@ -109,6 +109,7 @@ class Simulation:
         workers = scenario.workers
         self.links = FabricLinks(fabric, host_racks, workers.disk_read_mbps_per_host, workers.disk_write_mbps_per_host)
         self.flows = FlowTable(self.links, rates)
+        self._usage_links = self.links.host_usage_links()
         self._core_ports = [
             (port, *self.links.core_positions(port.rack, port.ocs_port)) for port in plan.tor_core_ports()
         ]
@@ -196,12 +197,21 @@ class Simulation:
             self._resumed(*payload)
         elif kind == "heartbeat":
             self._offer_all = True
+            self._report_usage()
             self._at(self.now + self.scenario.workers.heartbeat_s, "heartbeat", None)
         elif kind == "ocs_tick":
             self._ocs_tick(payload)
         elif kind == "ocs_lit":
             for a, b in self.ocs.light():
                 self._reroute(a, b)
+
+    def _report_usage(self) -> None:
+        """Every host's resource tracker reports the disk and network bandwidth its transfers use now, as the
+        workers' heartbeats do in the emulation (`HostState.tracked_free`)."""
+        loads = self.flows.link_loads()[self._usage_links] / MBPS_TO_BYTES_S
+        window = self.scenario.workers.heartbeat_s
+        for name, (read, write, received, sent) in zip(self.links.host_index, loads.tolist()):
+            self.cluster.hosts[name].report_usage(Resources(0, 0, read, write, received, sent), self.now, window)
 
     def _decide(self) -> None:
         """Launch what the policy chooses for the containers on offer, tell consumers about parent outputs."""

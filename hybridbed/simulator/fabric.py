@@ -62,6 +62,13 @@ class FabricLinks:
         capacities[self.none] = np.inf
         self.capacities = capacities
 
+    def host_usage_links(self) -> np.ndarray:
+        """Per host (rows in host index order): its disk-read, disk-write, NIC-in and NIC-out links."""
+        hosts = np.arange(len(self.host_index))
+        return np.stack(
+            [self._disk_read + hosts, self._disk_write + hosts, self._host_down + hosts, self._host_up + hosts], axis=1
+        )
+
     def path(self, src: int, dst: int, circuit: Circuit | None, task_link: int | None = None) -> tuple[int, ...]:
         """Links from host index `src` to host index `dst`, over `circuit` if one carries their racks' traffic,
         and over `task_link` if the task's transfers share one."""

@@ -256,6 +256,15 @@ class FlowTable:
         self._stale = True
         return flow, remaining
 
+    def link_loads(self) -> np.ndarray:
+        """Bytes/s crossing every link at the rates last computed."""
+        classes = len(self._class_keys)
+        count = self.class_count[:classes]
+        # free rows hold no flows (their rate may be unbounded): they carry nothing
+        per_class = np.multiply(self.class_rate[:classes], count, out=np.zeros(classes), where=count > 0)
+        paths = self.class_paths[:classes]
+        return np.bincount(paths.ravel(), weights=np.repeat(per_class, paths.shape[1]), minlength=len(self.capacities))
+
     def settle(self) -> None:
         """Recompute the max-min fair rates if anything changed since the last time."""
         if not self._stale:

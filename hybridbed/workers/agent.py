@@ -149,10 +149,19 @@ class WorkerAgent:
                     "io_write_mbps": written * to_mbps,
                     "net_in_mbps": received * to_mbps,
                     "net_out_mbps": sent * to_mbps,
+                    "disk_read_mbps": self._disk_in_use("disk_read_bps"),
+                    "disk_write_mbps": self._disk_in_use("disk_write_bps"),
                 }
                 self.channel.send(beat)
             except OSError:
                 return
+
+    def _disk_in_use(self, resource: str) -> float:
+        """Mb/s of the host's disk given to the streams under way (the resource tracker's disk use, Tetris
+        §4.1: every stream is paced at what it is given, so that is what it moves)."""
+        with self.lock:
+            share = self.shares.get(resource)
+            return sum(share.given.values()) / 1e6 if share is not None else 0.0
 
     @staticmethod
     def _nic_bytes() -> tuple[int, int]:

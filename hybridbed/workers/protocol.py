@@ -118,6 +118,10 @@ class HeartbeatMessage(TypedDict):
     io_write_mbps: float
     net_in_mbps: float
     net_out_mbps: float
+    # the host's disk bandwidth in use now: what it gives the reads and writes under way (0 where the
+    # scenario gives hosts no disk bandwidth: they are not paced)
+    disk_read_mbps: float
+    disk_write_mbps: float
 
 
 class StartedMessage(TypedDict):

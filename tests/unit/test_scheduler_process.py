@@ -76,6 +76,8 @@ class ScriptedAgent:
                         "io_write_mbps": 0.0,
                         "net_in_mbps": 0.0,
                         "net_out_mbps": 0.0,
+                        "disk_read_mbps": 0.0,
+                        "disk_write_mbps": 0.0,
                     }
                 )
             except OSError:

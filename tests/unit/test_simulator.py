@@ -234,3 +234,9 @@ def test_tasks_over_committing_a_host_share_its_cores_and_compute_slower(tmp_pat
         overlaps.append(overlap)
         assert row.finish_s - row.start_s == pytest.approx(10.0 + overlap / 2, abs=1e-6)
     assert (max(overlaps) > 0) == (policy == "fair-slots")
+
+
+def test_the_resource_tracker_reads_each_hosts_nic_and_disk_use_off_the_flows():
+    table, _, _ = two_rack_network(delay_ms=0)  # one flow r0h0 -> r1h0 at the 10 Mb/s EPS uplink
+    usage = table.link_loads()[table.links.host_usage_links()] / MB  # hosts x (disk read, write, in, out)
+    np.testing.assert_allclose(usage, [[0, 0, 0, 10], [0, 0, 10, 0]], atol=1e-9)

@@ -246,3 +246,26 @@ def test_when_no_job_below_its_share_fits_the_fairness_knob_lets_the_others_offe
     core._start(cluster.pending["narrow"].any_map(), host, 0.0)
     assert [j.job_id for j in policy.eligible_jobs(cluster)] == ["wide"]  # furthest below its share
     assert policy.next_task(host, cluster).job_id == "narrow"  # wide needs 4 cores, 3 are free
+
+
+def test_the_resource_tracker_frees_what_running_tasks_leave_unused_of_their_allotment():
+    capacity = Resources(8, 8000, disk_write_mbps=100, net_in_mbps=100)
+    host = HostState("m", 0, 8, capacity)
+    cluster = ClusterState(1, {"m": host}, slowstart=1.0)
+    core = SchedulerCore(TetrisPolicy(fairness=0.0), cluster, random.Random(0), replicas=1)
+    writer = Resources(1, 100, disk_write_mbps=80)
+    core.submit(build_job(JobSpec("j", 0, 1, 0, 0, 3, 0, 1, 1), writer), 0.0)
+    first, second, third = core.cluster.jobs["j"].maps
+    core._start(first, host, 0.0)
+    assert host.tracked_free() == host.free  # no report yet: as allocated
+    host.report_usage(Resources(0, 0, disk_write_mbps=10), now=5.0, window_s=1.0)  # it writes at 10 of its 80
+    assert host.tracked_free().disk_write_mbps == pytest.approx(90)
+    assert TetrisPolicy(fairness=0.0, usage_tracker=False).next_task(host, cluster) is None  # 160 > 100
+    assert core.policy.next_task(host, cluster) is not None
+    core._start(second, host, 6.0)  # started after the report: counted at its allotment until the next
+    assert host.tracked_free().disk_write_mbps == pytest.approx(10)
+    assert core.policy.next_task(host, cluster) is None
+    host.report_usage(Resources(0, 0, disk_write_mbps=90), now=6.5, window_s=1.0)  # it started in the window
+    assert host.tracked_free().disk_write_mbps == pytest.approx(-70)
+    host.report_usage(Resources(0, 0, disk_write_mbps=90), now=8.0, window_s=1.0)
+    assert host.tracked_free().disk_write_mbps == pytest.approx(10)
