@@ -46,6 +46,8 @@ class HostState:
     reported: Resources | None = None
     reported_s: float = 0.0
     report_window_s: float = 0.0
+    # allotments ended since that report (tasks done, remote reads served), whose use it still shows
+    released: Resources = field(default=Resources(0, 0))
 
     def __post_init__(self) -> None:
         self.free = self.capacity - self.used
@@ -72,6 +74,8 @@ class HostState:
         task = self.running.pop(task_id, None)
         if task is not None:
             self._use(self.used - task.allocation)
+            if task.started_s is not None and task.started_s <= self.reported_s:
+                self.released = self.released + task.allocation
 
     def room_for(self, task: Task) -> Resources:
         """What the host's capacity leaves for a task running here beside its other tasks (what it serves
@@ -89,13 +93,15 @@ class HostState:
         """The host's disk and network bandwidth in use now (its cores and memory fields are ignored), as
         measured over the last `window_s`."""
         self.reported, self.reported_s, self.report_window_s = usage, now, window_s
+        self.released = Resources(0, 0)
 
     def tracked_free(self) -> Resources:
         """Free resources as Tetris's resource tracker sees them (§4.1): cores and memory as allocated (YARN
         enforces them); disk and network bandwidth as the last report measured them in use, plus the
         allotments of the tasks started within its window or after it, whose use it could not show in full
-        (in place of the paper's ramp-up allowance). A task that leaves part of its allotment unused, such
-        as a reducer's disk-write rate while it fetches, leaves that part to others."""
+        (in place of the paper's ramp-up allowance), less the allotments ended since (a node manager reports
+        a finished container with the usage that no longer has it). A task that leaves part of its
+        allotment unused, such as a reducer's disk-write rate while it fetches, leaves that part to others."""
         if self.reported is None:
             return self.free
         fresh = Resources(0, 0)
@@ -103,14 +109,16 @@ class HostState:
         for task in self.running.values():
             if task.started_s is not None and task.started_s > since:
                 fresh = fresh + task.allocation
-        used, cap = self.reported + fresh, self.capacity
+        reported, released, cap = self.reported, self.released, self.capacity
+
+        def free(field: str) -> float:
+            still_in_use = max(0.0, getattr(reported, field) - getattr(released, field))
+            return getattr(cap, field) - still_in_use - getattr(fresh, field)
+
         return Resources(
             self.free.cores,
             self.free.memory_mb,
-            cap.disk_read_mbps - used.disk_read_mbps,
-            cap.disk_write_mbps - used.disk_write_mbps,
-            cap.net_in_mbps - used.net_in_mbps,
-            cap.net_out_mbps - used.net_out_mbps,
+            *(free(f) for f in ("disk_read_mbps", "disk_write_mbps", "net_in_mbps", "net_out_mbps")),
         )
 
     def hold(self, task_id: str, load: Resources) -> None:
@@ -121,12 +129,13 @@ class HostState:
         load = self.serving.pop(task_id, None)
         if load is not None:
             self._use(self.used - load)
+            self.released = self.released + load
 
     def clear(self) -> None:
         self.running.clear()
         self.serving.clear()
         self._use(Resources(0, 0))
-        self.reported = None
+        self.reported, self.released = None, Resources(0, 0)
 
 
 @dataclass

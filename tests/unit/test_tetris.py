@@ -269,3 +269,8 @@ def test_the_resource_tracker_frees_what_running_tasks_leave_unused_of_their_all
     assert host.tracked_free().disk_write_mbps == pytest.approx(-70)
     host.report_usage(Resources(0, 0, disk_write_mbps=90), now=8.0, window_s=1.0)
     assert host.tracked_free().disk_write_mbps == pytest.approx(10)
+    host.stop(second.task_id)  # done: the report that still shows its 80 leaves them to others at once
+    assert host.tracked_free().disk_write_mbps == pytest.approx(90)
+    assert core.policy.next_task(host, cluster) is not None
+    host.stop(first.task_id)  # what it ended with was under its allotment: nothing is counted below zero
+    assert host.tracked_free().disk_write_mbps == pytest.approx(100)
