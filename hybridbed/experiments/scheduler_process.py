@@ -41,6 +41,7 @@ from hybridbed.results.summary import summarize
 from hybridbed.scheduler.assembly import container, scheduler_core
 from hybridbed.scheduler.core import Launch, ShuffleNotice
 from hybridbed.scheduler.model import Job, Resources, StageKind, Task, TaskAction, build_job, partition_name
+from hybridbed.scheduler.plan_solver import ProcessSolver
 from hybridbed.scheduler.transfers import network_cap_mbps
 from hybridbed.workers.cgroups import TaskCgroup
 from hybridbed.workers.pacing import write_bytes
@@ -72,6 +73,7 @@ class SchedulerServer:
         self.task_cgroups: dict | None = layout.get("task_cgroups")  # where agents put task cgroups, if anywhere
         self.core = scheduler_core(self.scenario, {name: h["rack"] for name, h in self.hosts.items()})
         self.policy, self.cluster = self.core.policy, self.core.cluster
+        self.policy.plan_solver = ProcessSolver()  # periodic plans off the heartbeat path
         self.specs = build_workload(self.scenario)
         self.events: queue.Queue[tuple[str, dict | None]] = queue.Queue()
         self.channels: dict[str, Channel] = {}
@@ -148,6 +150,7 @@ class SchedulerServer:
             status = "done"
             return 0
         finally:
+            self.policy.plan_solver.close()
             self._write_progress(total, final=True)
             for channel in self.channels.values():
                 try:

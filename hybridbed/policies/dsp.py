@@ -4,9 +4,10 @@ preemption baselines of its evaluation (§V), which start from the same plan.
 
 Plan (§III): every `period_s` the pending tasks get a target host and a start time
 (`planning.dsp_schedule`: a time-indexed MILP with HiGHS under a time limit, the list schedule when it has
-nothing better); a job arriving between periods is list-scheduled into the plan at once. A plan holds
-the `plan_tasks` oldest pending tasks (400: the paper's jobs of thousands of tasks are beyond any MILP);
-when fewer than half of them still wait, the next ones are list-scheduled in. Each host serves
+nothing better), solved off the decision path (`plan_solver`: decisions go on with the plan in force
+until the new one is taken); a job arriving between periods is list-scheduled into the plan at once. A
+plan holds the `plan_tasks` oldest pending tasks (400: the paper's jobs of thousands of tasks are beyond
+any MILP); when fewer than half of them still wait, the next ones are list-scheduled in. Each host serves
 its queue in planned start order, a task once its parent stages are done; a host whose queue has nothing
 it can start takes the earliest planned task another host has not started (work conservation; the paper
 leaves idle hosts unsaid).
@@ -39,15 +40,15 @@ two would wait for each other).
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar, Literal
 
 import networkx as nx
 from pydantic import Field
 
 from hybridbed.policies.planning import dsp as priorities_model
-from hybridbed.policies.planning.dsp_schedule import PlanHost, PlanTask, plan
+from hybridbed.policies.planning.dsp_schedule import PlanHost, PlanTask, Schedule, plan
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.dag_paths import stage_critical_paths, stage_levels
 from hybridbed.scheduler.model import Job, Task, TaskState
@@ -154,6 +155,8 @@ class DspPolicy(Policy):
         self._queues: dict[str, list[Task]] = {}  # host -> its planned tasks, by start
         self._order: list[Task] = []  # every planned task, by start
         self._replan = False  # a job arrived: list-schedule it into the plan
+        self._arrived_since_request = False  # a job arrived after the MILP plan under way was asked for
+        self._requested: dict[str, Task] = {}  # the tasks of the MILP plan under way
         self._next_period = 0.0
         self._next_epoch = 0.0
         self._promised: dict[str, list[Task]] = {}  # host -> tasks to start there, for which others were preempted
@@ -180,10 +183,13 @@ class DspPolicy(Policy):
             deadline - spec.arrival_s <= self.params.production_slack * path,
         )
         self._replan = True
+        self._arrived_since_request = True
 
-    def _plan(self, cluster: ClusterState, use_milp: bool) -> None:
+    def _plan_inputs(self, cluster: ClusterState) -> tuple[list[PlanTask], dict[str, Task], list[PlanHost]]:
+        """What a plan is made of: the pending tasks (the oldest jobs' first, parents before children, at
+        most `plan_tasks`), each with the time its parents are expected to end, and the hosts' free capacity
+        over time."""
         now = cluster.now
-        started = time.perf_counter()
         tasks, keyed = [], {}
         for job in sorted(cluster.jobs.values(), key=lambda j: (j.spec.arrival_s, j.job_id)):
             info = self._info[job.job_id]
@@ -215,7 +221,7 @@ class DspPolicy(Policy):
                 )
                 keyed[task.task_id] = task
         self._beyond_plan = len(tasks) > self.params.plan_tasks
-        tasks = tasks[: self.params.plan_tasks]  # the oldest jobs' tasks, parents before children
+        tasks = tasks[: self.params.plan_tasks]
         keyed = {t.key: keyed[t.key] for t in tasks}
         hosts = [
             PlanHost(
@@ -227,24 +233,49 @@ class DspPolicy(Policy):
             for h in cluster.hosts.values()
             if h.alive
         ]
-        schedule = plan(tasks, hosts, now, self.params.milp_time_limit_s if use_milp else 0.0, self.params.buckets)
+        return tasks, keyed, hosts
+
+    def _list_plan(self, cluster: ClusterState) -> None:
+        """List-schedule the pending tasks at once (milliseconds: a job's arrival)."""
+        tasks, keyed, hosts = self._plan_inputs(cluster)
+        self._adopt(plan(tasks, hosts, cluster.now, 0.0, self.params.buckets), keyed)
+
+    def _request_milp_plan(self, cluster: ClusterState) -> None:
+        """A unit period's MILP plan, solved off the decision path (`plan_solver`); decisions go on with the
+        plan in force until it is taken."""
+        tasks, self._requested, hosts = self._plan_inputs(cluster)
+        solve = partial(plan, tasks, hosts, cluster.now, self.params.milp_time_limit_s, self.params.buckets)
+        self.plan_solver.submit(cluster.now, solve)
+        self._arrived_since_request = False
+
+    def _take_milp_plan(self, now: float) -> None:
+        solved = self.plan_solver.take(now)
+        if solved is None:
+            return
+        schedule, keyed = solved.value, self._requested
+        self._adopt(schedule, keyed)
+        milp = schedule.milp_objective
+        self._periods.append(
+            {
+                "time_s": round(solved.requested_s, 3),
+                "tasks": len(keyed),
+                "solver": schedule.solver,
+                "objective_s": round(schedule.objective, 3),
+                "list_objective_s": round(schedule.list_objective, 3),
+                "milp_objective_s": "" if milp is None else round(milp, 3),
+                "wall_s": round(solved.wall_s, 3),
+                "taken_s": round(now, 3),
+            }
+        )
+        if self._arrived_since_request:  # the plan was made without them: list-schedule them in
+            self._replan = True
+
+    def _adopt(self, schedule: Schedule, keyed: dict[str, Task]) -> None:
+        """Make a schedule the plan in force: per host, its tasks by planned start."""
         self._order = sorted(keyed.values(), key=lambda t: (schedule.starts[t.task_id][1], t.task_id))
         self._queues = {}
         for task in self._order:
             self._queues.setdefault(schedule.starts[task.task_id][0], []).append(task)
-        if use_milp:
-            milp = schedule.milp_objective
-            self._periods.append(
-                {
-                    "time_s": round(now, 3),
-                    "tasks": len(tasks),
-                    "solver": schedule.solver,
-                    "objective_s": round(schedule.objective, 3),
-                    "list_objective_s": round(schedule.list_objective, 3),
-                    "milp_objective_s": "" if milp is None else round(milp, 3),
-                    "wall_s": round(time.perf_counter() - started, 3),
-                }
-            )
 
     def _planned_pending(self) -> int:
         return sum(1 for t in self._order if t.state is TaskState.PENDING)
@@ -299,11 +330,12 @@ class DspPolicy(Policy):
     # preemption -----------------------------------------------------------------------------------
     def preempt(self, cluster: ClusterState) -> list[Preemption]:
         now = cluster.now
-        if now >= self._next_period and cluster.jobs:
-            self._plan(cluster, use_milp=True)
-            self._next_period, self._replan = now + self.params.period_s, False
-        elif self._replan or (self._beyond_plan and self._planned_pending() < self.params.plan_tasks // 2):
-            self._plan(cluster, use_milp=False)
+        self._take_milp_plan(now)
+        if now >= self._next_period and cluster.jobs and not self.plan_solver.busy:
+            self._request_milp_plan(cluster)
+            self._next_period = now + self.params.period_s
+        if self._replan or (self._beyond_plan and self._planned_pending() < self.params.plan_tasks // 2):
+            self._list_plan(cluster)
             self._replan = False
         self._held = {k: t for k, t in self._held.items() if t.state is TaskState.SUSPENDED}
         epoch = now >= self._next_epoch

@@ -17,7 +17,9 @@ A policy answers the scheduler's questions; it never talks to workers, the netwo
 - `launch_share(task, host, cluster)`: the share a task starts with (None: its demand).
 - `shares(cluster)`: new shares for running tasks (cores, and the rates of their disk reads, disk writes and
   network fetches), applied while they run.
-The last three default to nothing, so policies that never preempt or share need not know of them. A policy with
+The last three default to nothing, so policies that never preempt or share need not know of them. A policy
+that plans periodically hands the solve to `plan_solver` (scheduler/plan_solver.py) and takes the plan at a
+later decision, so that no heartbeat waits for it; the backend sets the solver. A policy with
 `respects_precedence = False` may start a DAG stage's tasks once their parent tasks have started, before they
 are done (each such start is a dependency-order violation, a disorder, counted per job). One with
 `allocates_cores = False` is held to memory and containers only, so it may over-commit a host's cores. Policies register under
@@ -36,6 +38,7 @@ from hybridbed.config.scenario import SchedulerSpec
 from hybridbed.config.validation import describe_validation_error
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.model import Job, JobSpec, Resources, Task
+from hybridbed.scheduler.plan_solver import ChargedSolver, PlanSolver
 
 ENTRY_POINT_GROUP = "hybridbed.policies"
 PREEMPTIONS = ("suspend", "resume", "kill")
@@ -100,6 +103,7 @@ class Policy:
         """Keyword arguments are the policy's parameters (a pydantic ValidationError, a ValueError, names a
         bad one)."""
         self.params = self.Params(**params)
+        self.plan_solver: PlanSolver = ChargedSolver()  # the emulated scheduler sets a ProcessSolver
 
     def plan(self, jobs: list[JobSpec], cluster: ClusterState) -> None:
         """Offline planning; the default has nothing to plan."""
