@@ -352,9 +352,10 @@ class DspPolicy(Policy):
         if epoch:
             self._next_epoch = now + self.params.epoch_s
             priorities = _Priorities(self, cluster)
+            room: dict[tuple[float, float], bool] = {}
             for host in cluster.hosts.values():
                 if host.alive and not self._promised.get(host.name):
-                    actions += self._preempt_on(host, cluster, budgets, priorities)
+                    actions += self._preempt_on(host, cluster, budgets, room, priorities)
         self._held.update((a.task.task_id, a.task) for a in actions if a.action == "suspend")
         return actions
 
@@ -406,12 +407,26 @@ class DspPolicy(Policy):
         return cluster.dependencies_met(job, stage)
 
     def _preempt_on(
-        self, host: HostState, cluster: ClusterState, budgets: dict[str, Budget], priorities: _Priorities
+        self,
+        host: HostState,
+        cluster: ClusterState,
+        budgets: dict[str, Budget],
+        room: dict[tuple[float, float], bool],
+        priorities: _Priorities,
     ) -> list[Preemption]:
         """Alg. 1 on one host, for the waiting tasks of its queue that no host has room for now (where some
-        host has, dispatch starts them there)."""
+        host has, dispatch starts them there). `room`: whether some budget admits a demand of these cores
+        and memory, worked out once per demand until a budget changes (a scan of every host per waiting task
+        and host made an epoch quadratic in the hosts)."""
+
+        def room_somewhere(task: Task) -> bool:
+            shape = (task.demand.cores, task.demand.memory_mb)
+            if shape not in room:
+                room[shape] = any(b.admits(task) for b in budgets.values())
+            return room[shape]
+
         budget = budgets[host.name]
-        waiting = [t for t in self._waiting(host, cluster) if not any(b.admits(t) for b in budgets.values())]
+        waiting = [t for t in self._waiting(host, cluster) if not room_somewhere(t)]
         if not waiting:
             return []
         running = [
@@ -428,6 +443,7 @@ class DspPolicy(Policy):
             if not budget.admits(task, victim.allocation.cores):
                 continue
             budget.take(task, victim.allocation.cores)
+            room.clear()
             victims.remove(victim)
             actions.append(Preemption(victim, self.action))
             self._promised.setdefault(host.name, []).append(task)
