@@ -93,11 +93,14 @@ class _Timeline:
                 return False
         return True
 
-    def earliest(self, ready: float, duration: float, cores: float) -> float:
+    def earliest(self, ready: float, duration: float, cores: float, before: float = math.inf) -> float:
+        """The first time from `ready` and before `before` the task fits here, else infinity."""
         for t in sorted({ready, *(e for _, e, _ in self.intervals if e > ready)}):
+            if t >= before:
+                break
             if self.fits(t, duration, cores):
                 return t
-        return math.inf  # the task is larger than the host
+        return math.inf  # the task is larger than the host, or fits only later
 
 
 def list_schedule(tasks: list[PlanTask], hosts: list[PlanHost], now: float) -> dict[str, tuple[str, float]]:
@@ -108,7 +111,13 @@ def list_schedule(tasks: list[PlanTask], hosts: list[PlanHost], now: float) -> d
     starts = {}
     for task in tasks:
         ready = max([task.ready_s, now] + [group_end.get(g, now) for g in task.after])
-        start, line = min(((tl.earliest(ready, task.duration_s, task.cores), i) for i, tl in enumerate(timelines)))
+        start, line = math.inf, 0
+        for i, timeline in enumerate(timelines):  # the earliest start, the first host on a tie
+            at = timeline.earliest(ready, task.duration_s, task.cores, before=start)
+            if at < start:
+                start, line = at, i
+                if at <= ready:
+                    break  # no host starts it sooner
         if math.isinf(start):
             raise ValueError(f"task {task.key} ({task.cores:g} cores) fits no host")
         timelines[line].intervals.append((start, start + task.duration_s, task.cores))
