@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hybridbed.experiments.simulated import run_simulation
 from hybridbed.policies.aalo import AaloPolicy
 from hybridbed.policies.dsp import DspPolicy
 from hybridbed.policies.fifo import FifoPolicy
-from hybridbed.policies.planning.dsp_schedule import PlanHost, PlanTask, list_schedule, objective, plan
+from hybridbed.policies.planning.dsp_schedule import PlanHost, PlanTask, _Timeline, list_schedule, objective, plan
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.dag_paths import stage_critical_paths
@@ -197,3 +199,45 @@ def test_the_allocation_timeline_and_summary_carry_the_new_metrics(dsp_runs):
     summary = pd.read_json(dsp_runs["dsp"] / "summary.json", typ="series")
     assert 0 <= summary["deadlines_met"] <= summary["deadline_jobs"] == 8
     assert summary["job_wait_mean_s"] >= 0 and 0 < summary["cores_allocated_mean"] < 1
+
+
+def exhaustive_list_schedule(tasks: list[PlanTask], hosts: list[PlanHost], now: float) -> dict[str, tuple[str, float]]:
+    """The list schedule by its definition: every host's earliest start, the earliest of all, the first host
+    on a tie."""
+    timelines = [_Timeline(h, now) for h in hosts]
+    group_end: dict[str, float] = {}
+    starts = {}
+    for task in tasks:
+        ready = max([task.ready_s, now] + [group_end.get(g, now) for g in task.after])
+        start, line = min((tl.earliest(ready, task.duration_s, task.cores), i) for i, tl in enumerate(timelines))
+        timelines[line].intervals.append((start, start + task.duration_s, task.cores))
+        starts[task.key] = (hosts[line].name, start)
+        group_end[task.group] = max(group_end.get(task.group, now), start + task.duration_s)
+    return starts
+
+
+@given(st.integers(0, 10_000))
+@settings(max_examples=60, deadline=None)
+def test_the_list_schedules_search_over_hosts_finds_what_an_exhaustive_one_finds(seed):
+    rng = random.Random(seed)
+    hosts = [
+        PlanHost(
+            f"h{i}", 4, 3, tuple((rng.choice([2.0, 5.0, 9.0]), rng.choice([1, 2])) for _ in range(rng.randint(0, 3)))
+        )
+        for i in range(rng.randint(1, 5))
+    ]
+    hosts = [h for h in hosts if sum(c for _, c in h.busy) <= 4 and len(h.busy) <= 3] or [PlanHost("h", 4, 3)]
+    tasks = [
+        PlanTask(
+            f"t{k}",
+            "j",
+            f"g{k // 3}",
+            (f"g{k // 3 - 1}",) if k >= 3 else (),
+            rng.choice([1.0, 3.0]),
+            rng.choice([1, 2, 4]),
+            0.0,
+            50.0,
+        )
+        for k in range(rng.randint(1, 9))
+    ]
+    assert list_schedule(tasks, hosts, 0.0) == exhaustive_list_schedule(tasks, hosts, 0.0)
