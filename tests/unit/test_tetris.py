@@ -71,6 +71,43 @@ def test_fig1_drf_over_cores_and_memory_finishes_every_job_at_6t():
     assert run_to_completion(DrfPolicy()) == {"A": 6 * T, "B": 6 * T, "C": 6 * T}
 
 
+# The paper's DRF map schedule on three machines (§2.1, footnote 5): per machine, the jobs of the map tasks it
+# runs in each interval of length t (the paper's columns t, 2t, 3t, 4t).
+FOOTNOTE_5 = {"m0": ("AABA", "CAAA", "AAB", "C"), "m1": ("BAAA", "BB", "BAA", ""), "m2": ("CAAA", "CC", "CAA", "")}
+
+
+class FootnoteSchedule(DrfPolicy):
+    """The maps where and when footnote 5 puts them; then the reduces, in DRF's order (negligible cores and
+    memory: all at once), once every job's maps are done, as the paper's "the reduce phases take an extra
+    3t" reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.launched: dict[tuple[str, int], int] = {}  # (machine, column) -> maps started there
+
+    def next_task(self, host, cluster):
+        column = round(cluster.now / T)
+        planned = FOOTNOTE_5[host.name][column] if column < len(FOOTNOTE_5[host.name]) else ""
+        started = self.launched.get((host.name, column), 0)
+        if started < len(planned):
+            self.launched[host.name, column] = started + 1
+            return cluster.best_in_stage(cluster.jobs[planned[started]], 0, host)[0]
+        if any(p.maps for p in cluster.pending.values()) or any(
+            t.kind.value == "map" for h in cluster.hosts.values() for t in h.running.values()
+        ):
+            return None
+        for job in sorted(cluster.launchable.values(), key=lambda j: (self.share(j, cluster), j.job_id)):
+            return cluster.best_in_stage(job, 1, host)[0]
+        return None
+
+
+def test_fig1_on_three_machines_the_papers_drf_schedule_ends_at_7t():
+    """Footnote 5's maps end at 4t; the nine reduces then share the three machines' 3 Gb/s, three to a
+    machine: 3t more, 7t (§2.1). (The model's own DRF, whose reduces start when their job's maps are done,
+    ends the jobs at 5.5t, 5.5t and 6t: the paper's 7t holds its reduces back until every job's maps are.)"""
+    assert run_to_completion(FootnoteSchedule(), machines=3) == {"A": 7 * T, "B": 7 * T, "C": 7 * T}
+
+
 def test_fig1_on_three_machines_packing_still_beats_drf():
     tetris, drf = run_to_completion(TetrisPolicy(), machines=3), run_to_completion(DrfPolicy(), machines=3)
     assert sorted(tetris.values()) == [2 * T, 3 * T, 4 * T]
