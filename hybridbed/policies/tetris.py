@@ -133,6 +133,11 @@ class TetrisParams(PolicyParams):
         description="alignment x (1 - this) for a task that uses resources elsewhere (§3.2: the paper's 10%)",
     )
     fair_share: Literal["drf", "slots"] = Field(default="drf", description="how a job's share is measured")
+    resources: Literal["all", "cores_memory"] = Field(
+        default="all",
+        description="what Tetris packs: all six dimensions, or cores and memory alone, over-allocating disks "
+        "and network as YARN does (the paper's ablation, §5.3.1)",
+    )
     usage_tracker: bool = Field(
         default=True,
         description="free disk and network bandwidth as the hosts' resource trackers measure them in use "
@@ -156,7 +161,10 @@ class TetrisPolicy(Policy):
             return None
         ranked = self.ranked_jobs(cluster)
         eligible = self.eligible_count(len(ranked))
-        scores = PackingScores(host.tracked_free() if self.params.usage_tracker else host.free, host.capacity)
+        capacity = host.capacity
+        if self.params.resources == "cores_memory":  # bandwidths count as not modelled: neither fit nor score
+            capacity = Resources(capacity.cores, capacity.memory_mb, 0, 0, 0, 0)
+        scores = PackingScores(host.tracked_free() if self.params.usage_tracker else host.free, capacity)
         candidates = self.candidates(host, cluster, ranked[:eligible], scores)
         if not candidates:  # none of the jobs furthest below their share fits here: the others may
             candidates = self.candidates(host, cluster, ranked[eligible:], scores)
@@ -171,7 +179,7 @@ class TetrisPolicy(Policy):
             pool, key=lambda c: (c.alignment - epsilon * c.remaining_work, -c.job.spec.arrival_s), reverse=True
         ):
             task = cluster.best_in_stage(best.job, best.stage, host)[0]
-            if cluster.source_has_room(task, host):
+            if self.params.resources == "cores_memory" or cluster.source_has_room(task, host):
                 return task
         return None
 
@@ -203,7 +211,7 @@ class TetrisPolicy(Policy):
                     continue
                 remote = cluster.reads_remotely(job, i, host)
                 promoted = job.stage_done[i] >= self.params.barrier * len(job.stages[i].tasks)
-                work = self._work.of(job.job_id, cluster.pending[job.job_id], host.capacity)
+                work = self._work.of(job.job_id, cluster.pending[job.job_id], scores.capacity)
                 found.append(
                     Candidate(job, i, value * (1 - self.params.remote_penalty) if remote else value, work, promoted)
                 )
