@@ -611,7 +611,7 @@ class _Priorities:
         unfinished = {t.task_id: t for t in job.tasks if t.state is not TaskState.DONE}
         dag = nx.DiGraph()
         for task in unfinished.values():
-            dag.add_node(task.task_id, duration=expected_duration_s(task))
+            dag.add_node(task.task_id, duration=expected_duration_s(task), stage=task.stage)
         for task in unfinished.values():
             for parent in job.stages[task.stage].parents:
                 dag.add_edges_from(

@@ -39,3 +39,25 @@ def test_priorities_weigh_dependents_level_by_level():
     assert p["a"] > p["b"] > p["e"] > p["d"]  # more dependents below, higher priority
     with pytest.raises(ValueError, match="gamma"):
         priorities(dag, 0.0, 20.0, remaining, waiting, gamma=1.5)
+
+
+def test_a_stage_edge_counts_once_whatever_the_stages_width():
+    """Eq. 12 over stages linked all-to-all: a map feeding 100 reducers of one stage weighs them as one
+    dependency (1.5 x their mean priority), not 100 (150x); alike maps and reducers, so their widths change
+    nothing."""
+
+    def stages(maps: int, reducers: int) -> nx.DiGraph:
+        dag = nx.DiGraph()
+        for i in range(maps):
+            dag.add_node(f"m{i}", duration=2.0, stage=0)
+        for j in range(reducers):
+            dag.add_node(f"r{j}", duration=4.0, stage=1)
+        dag.add_edges_from((f"m{i}", f"r{j}") for i in range(maps) for j in range(reducers))
+        return dag
+
+    for maps, reducers in ((1, 1), (10, 100)):
+        dag = stages(maps, reducers)
+        remaining = {t: dag.nodes[t]["duration"] for t in dag}
+        p = priorities(dag, 0.0, 20.0, remaining, {t: 0.0 for t in dag})
+        assert p["r0"] == pytest.approx(0.5 / 4 + 0.2 * (20 - 4))
+        assert p["m0"] == pytest.approx(1.5 * p["r0"]), (maps, reducers)

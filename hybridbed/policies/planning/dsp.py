@@ -10,6 +10,9 @@ its remaining time. Priorities, higher first:
     others:                P = Σ over its children c of (γ + 1) · P_c              (Eq. 12)
 
 so a task with more dependents on more levels below it goes first (γ = 0.5, ω = 0.5, 0.3, 0.2: Table II).
+Children that share a `stage` node attribute count as one dependency, at their mean priority: the paper's
+DAGs link tasks sparsely (at most 15 dependents, §V), where a stage's all-to-all edges (every map feeds
+every reducer) would multiply a task's priority by the width of every stage below it.
 Eq. 13 as written rewards more allowable waiting time; urgency is DSP's preemption rule's business
 (a task whose allowable wait is below ε preempts regardless), so the formula is kept as the paper has it.
 """
@@ -66,7 +69,10 @@ def priorities(
     for task in reversed(list(nx.topological_sort(dag))):
         children = list(dag.successors(task))
         if children:
-            priority[task] = sum((gamma + 1) * priority[c] for c in children)
+            edges: dict[Any, list[float]] = {}  # one dependency per child stage (per child without one)
+            for child in children:
+                edges.setdefault(dag.nodes[child].get("stage", child), []).append(priority[child])
+            priority[task] = sum((gamma + 1) * sum(group) / len(group) for group in edges.values())
         else:
             remaining = max(remaining_s[task], MIN_REMAINING_S)
             priority[task] = w1 / remaining + w2 * waiting_s[task] + w3 * allowable[task]
