@@ -10,8 +10,11 @@ from the simulated time of the request plus the solve's measured wall time.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import multiprocessing.pool
+import os
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +28,17 @@ class Solved:
     value: Any
     requested_s: float
     wall_s: float
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends
+
+
+def _end_with_parent(parent: int) -> None:
+    """A solver's worker ends with the scheduler that started it, even one killed outright (else it solves
+    on until the MILP's time limit, then fails to send the plan)."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it ended before the line above
+        os._exit(0)
 
 
 def _timed(solve: Callable[[], Any]) -> tuple[Any, float]:
@@ -93,7 +107,8 @@ class ProcessSolver(PlanSolver):
         if self.busy:
             raise RuntimeError("a plan is already under way")
         if self._pool is None:
-            self._pool = multiprocessing.get_context("spawn").Pool(1)
+            context = multiprocessing.get_context("spawn")
+            self._pool = context.Pool(1, initializer=_end_with_parent, initargs=(os.getpid(),))
         self._pending, self._requested_s = self._pool.apply_async(_timed, (solve,)), now
 
     def take(self, now: float) -> Solved | None:

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import operator
 import random
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from functools import partial
@@ -122,3 +125,36 @@ def test_dsp_decides_with_the_plan_in_force_while_its_milp_plan_is_solved():
     (row,) = policy.plan_rows()
     assert row["time_s"] == 0.0 and row["taken_s"] == 0.5 and row["tasks"] == 6
     assert not solver.busy
+
+
+def test_the_worker_ends_with_a_scheduler_killed_outright(tmp_path):
+    """SIGKILL leaves the scheduler no time to close its solver: the worker, mid-solve, must end with it."""
+    script = tmp_path / "scheduler.py"
+    script.write_text(
+        "import time\nfrom functools import partial\nimport psutil\n"
+        "from hybridbed.scheduler.plan_solver import ProcessSolver\n"
+        "if __name__ == '__main__':\n"
+        "    solver = ProcessSolver()\n"
+        "    solver.submit(0.0, partial(time.sleep, 60))\n"
+        "    while not [c for c in psutil.Process().children() if 'resource_tracker' not in ' '.join(c.cmdline())]:\n"
+        "        time.sleep(0.05)\n"
+        "    print('solving', flush=True)\n"
+        "    time.sleep(60)\n"
+    )
+    scheduler = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    workers: list[psutil.Process] = []
+    try:
+        assert scheduler.stdout is not None and scheduler.stdout.readline().strip() == "solving"
+        workers = [
+            c for c in psutil.Process(scheduler.pid).children() if "resource_tracker" not in " ".join(c.cmdline())
+        ]
+        assert workers
+        scheduler.send_signal(signal.SIGKILL)
+        scheduler.wait()
+        _, alive = psutil.wait_procs(workers, timeout=5)
+        assert not alive
+    finally:  # what this test started, by pid, whatever happened
+        scheduler.kill()
+        for worker in workers:
+            if worker.is_running():
+                worker.kill()
