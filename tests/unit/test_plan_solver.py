@@ -76,9 +76,14 @@ def test_a_failed_solve_is_reported_where_the_plan_is_taken():
 
 
 def test_closing_ends_the_worker_process_and_a_solve_under_way():
+    before = {c.pid for c in psutil.Process().children()}
     solver = ProcessSolver()
     solver.submit(0.0, partial(slow_plan, "plan", 60.0))
-    (worker,) = [c for c in psutil.Process().children() if "resource_tracker" not in " ".join(c.cmdline())]
+    (worker,) = [
+        c
+        for c in psutil.Process().children()
+        if c.pid not in before and "resource_tracker" not in " ".join(c.cmdline())
+    ]
     solver.close()
     assert not worker.is_running() or worker.status() == psutil.STATUS_ZOMBIE
     assert not solver.busy
