@@ -156,6 +156,10 @@ class TetrisPolicy(Policy):
         super().__init__(**params)
         self._work = RemainingWork()
 
+    @property
+    def reads_usage(self) -> bool:
+        return self.params.usage_tracker
+
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
         if host.free_slots <= 0:
             return None

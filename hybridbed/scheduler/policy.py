@@ -105,6 +105,12 @@ class Policy:
         self.params = self.Params(**params)
         self.plan_solver: PlanSolver = ChargedSolver()  # the emulated scheduler sets a ProcessSolver
 
+    @property
+    def reads_usage(self) -> bool:
+        """Whether it decides on the hosts' measured disk and network use (`HostState.tracked_free`), so the
+        simulator must work it out at every heartbeat (the emulated workers report it anyway)."""
+        return False
+
     def plan(self, jobs: list[JobSpec], cluster: ClusterState) -> None:
         """Offline planning; the default has nothing to plan."""
 

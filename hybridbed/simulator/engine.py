@@ -197,7 +197,8 @@ class Simulation:
             self._resumed(*payload)
         elif kind == "heartbeat":
             self._offer_all = True
-            self._report_usage()
+            if self.policy.reads_usage:
+                self._report_usage()
             self._at(self.now + self.scenario.workers.heartbeat_s, "heartbeat", None)
         elif kind == "ocs_tick":
             self._ocs_tick(payload)
