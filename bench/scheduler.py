@@ -4,11 +4,12 @@ A heartbeat is one host with free containers asking for work; the decision is th
 and share changes, then its choice of tasks for that host, plus the core's bookkeeping (SchedulerCore.act
 and .schedule, as both backends call them every round, on a cluster where only that host has room; a
 heartbeat's second counts as a second of run time). Periodic plans (DSP's MILP) are solved off the
-decision path in a worker process, as the emulated scheduler solves them (scheduler/plan_solver.py), so they show in
-the p99 only through the CPU they take from the decisions.
+decision path in a worker process, as the emulated scheduler solves them (scheduler/plan_solver.py), so
+they show in the p99 only through the CPU they take from the decisions.
 Target (Tetris Table 7, YARN's Fair): <= 0.2 ms median at 15K pending tasks, or within 2x Fair's median
-measured in the same run, and no stalls: p99 <= 10 ms. JobPacker claims the same cost as Fair. The jobs are recurring and shuffle-heavy, so planning policies plan them first (their
-offline planning time is printed too). No root needed:
+measured in the same run, and no stalls: p99 <= 10 ms. JobPacker claims the same cost as Fair. The jobs
+are recurring and shuffle-heavy, so planning policies plan them first (their offline planning time is
+printed too). No root needed:
     .venv/bin/python bench/scheduler.py
 """
 

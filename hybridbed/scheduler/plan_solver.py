@@ -55,6 +55,12 @@ class PlanSolver:
         raise NotImplementedError
 
     def submit(self, now: float, solve: Callable[[], Any]) -> None:
+        """Ask for the plan `solve` makes, at `now`."""
+        if self.busy:
+            raise RuntimeError("a plan is already under way")
+        self._start(now, solve)
+
+    def _start(self, now: float, solve: Callable[[], Any]) -> None:
         raise NotImplementedError
 
     def take(self, now: float) -> Solved | None:
@@ -75,9 +81,7 @@ class ChargedSolver(PlanSolver):
     def busy(self) -> bool:
         return self._solved is not None
 
-    def submit(self, now: float, solve: Callable[[], Any]) -> None:
-        if self.busy:
-            raise RuntimeError("a plan is already under way")
+    def _start(self, now: float, solve: Callable[[], Any]) -> None:
         value, wall_s = _timed(solve)
         self._solved = Solved(value, now, wall_s)
 
@@ -103,9 +107,7 @@ class ProcessSolver(PlanSolver):
     def busy(self) -> bool:
         return self._pending is not None
 
-    def submit(self, now: float, solve: Callable[[], Any]) -> None:
-        if self.busy:
-            raise RuntimeError("a plan is already under way")
+    def _start(self, now: float, solve: Callable[[], Any]) -> None:
         if self._pool is None:
             context = multiprocessing.get_context("spawn")
             self._pool = context.Pool(1, initializer=_end_with_parent, initargs=(os.getpid(),))
