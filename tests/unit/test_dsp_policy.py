@@ -3,6 +3,7 @@ a small DAG workload in the simulator."""
 
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from hybridbed.experiments.simulated import run_simulation
 from hybridbed.policies.aalo import AaloPolicy
 from hybridbed.policies.dsp import DspPolicy
 from hybridbed.policies.fifo import FifoPolicy
-from hybridbed.policies.planning.dsp_schedule import PlanHost, PlanTask, _Timeline, list_schedule, objective, plan
+from hybridbed.policies.planning.dsp_schedule import PlanHost, PlanTask, list_schedule, objective, plan
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.dag_paths import stage_critical_paths
@@ -201,16 +202,29 @@ def test_the_allocation_timeline_and_summary_carry_the_new_metrics(dsp_runs):
     assert summary["job_wait_mean_s"] >= 0 and 0 < summary["cores_allocated_mean"] < 1
 
 
+def earliest_by_definition(
+    intervals: list[tuple[float, float, float]], host: PlanHost, ready: float, task: PlanTask
+) -> float:
+    """The first of `ready` and the ends after it at which the task fits: at its start and at every start
+    of an interval during it, the cores and containers in use leave it room."""
+    for t in sorted({ready, *(e for _, e, _ in intervals if e > ready)}):
+        points = [t] + [s for s, _, _ in intervals if t < s < t + task.duration_s]
+        active = [[c for s, e, c in intervals if s <= p < e] for p in points]
+        if all(sum(a) + task.cores <= host.cores + 1e-9 and len(a) < host.slots for a in active):
+            return t
+    return math.inf
+
+
 def exhaustive_list_schedule(tasks: list[PlanTask], hosts: list[PlanHost], now: float) -> dict[str, tuple[str, float]]:
     """The list schedule by its definition: every host's earliest start, the earliest of all, the first host
     on a tie."""
-    timelines = [_Timeline(h, now) for h in hosts]
+    placed = [[(now, end, cores) for end, cores in h.busy if end > now] for h in hosts]
     group_end: dict[str, float] = {}
     starts = {}
     for task in tasks:
         ready = max([task.ready_s, now] + [group_end.get(g, now) for g in task.after])
-        start, line = min((tl.earliest(ready, task.duration_s, task.cores), i) for i, tl in enumerate(timelines))
-        timelines[line].intervals.append((start, start + task.duration_s, task.cores))
+        start, line = min((earliest_by_definition(placed[i], h, ready, task), i) for i, h in enumerate(hosts))
+        placed[line].append((start, start + task.duration_s, task.cores))
         starts[task.key] = (hosts[line].name, start)
         group_end[task.group] = max(group_end.get(task.group, now), start + task.duration_s)
     return starts

@@ -28,6 +28,8 @@ from typing import Any
 
 import networkx as nx
 
+from hybridbed.policies.planning.resource_time import UsageTimeline
+
 FIT_TOLERANCE = 1e-9
 DEFAULT_STEP = 0.1  # δ: the paper gives none; 0.1 makes at most 100 threshold pairs, far fewer distinct sets
 
@@ -39,22 +41,19 @@ class Space:
 
     machines: int
     placed: dict[str, tuple[int, float, float]] = field(default_factory=dict)
-    _on: list[list[tuple[float, float, tuple[float, ...]]]] = field(default_factory=list)
+    _on: list[UsageTimeline] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self._on:
-            self._on = [[] for _ in range(self.machines)]
+            self._on = [UsageTimeline(time_tolerance=FIT_TOLERANCE) for _ in range(self.machines)]
 
     def copy(self) -> Space:
-        return Space(self.machines, dict(self.placed), [list(intervals) for intervals in self._on])
+        return Space(self.machines, dict(self.placed), [timeline.copy() for timeline in self._on])
 
     def mirrored(self) -> Space:
         """The same space with time running backwards (t -> -t)."""
-        other = Space(self.machines)
-        for task, (machine, start, end) in self.placed.items():
-            other.placed[task] = (machine, -end, -start)
-        other._on = [[(-end, -start, demand) for start, end, demand in intervals] for intervals in self._on]
-        return other
+        placed = {task: (machine, -end, -start) for task, (machine, start, end) in self.placed.items()}
+        return Space(self.machines, placed, [timeline.mirrored() for timeline in self._on])
 
     @property
     def span(self) -> tuple[float, float]:
@@ -71,31 +70,14 @@ class Space:
     def place(self, task: str, duration: float, demand: tuple[float, ...], not_before: float) -> None:
         """Put the task at the earliest time >= not_before when a machine holds it for its whole duration."""
         best: tuple[float, int] | None = None
-        for machine, intervals in enumerate(self._on):
-            start = self._earliest_fit(intervals, duration, demand, not_before)
+        for machine, timeline in enumerate(self._on):
+            start = timeline.earliest_fit(duration, demand, not_before)
             if best is None or start < best[0] - FIT_TOLERANCE:
                 best = (start, machine)
         start, machine = best
         self.placed[task] = (machine, start, start + duration)
-        self._on[machine].append((start, start + duration, demand))
-
-    @staticmethod
-    def _earliest_fit(intervals: list, duration: float, demand: tuple[float, ...], not_before: float) -> float:
-        candidates = sorted({not_before} | {end for _, end, _ in intervals if end > not_before})
-        for start in candidates:
-            end = start + duration
-            overlapping = [(s, e, d) for s, e, d in intervals if s < end - FIT_TOLERANCE and e > start + FIT_TOLERANCE]
-            points = [start] + [s for s, _, _ in overlapping if s > start]
-            if all(
-                _fits(demand, [d for s, e, d in overlapping if s <= p + FIT_TOLERANCE and e > p + FIT_TOLERANCE])
-                for p in points
-            ):
-                return start
-        raise AssertionError("a task always fits after everything placed has ended")
-
-
-def _fits(demand: tuple[float, ...], running: list[tuple[float, ...]]) -> bool:
-    return all(d + sum(r[i] for r in running) <= 1 + FIT_TOLERANCE for i, d in enumerate(demand))
+        if duration > 0:
+            self._on[machine].add(start, start + duration, demand)
 
 
 def check_demands(dag: nx.DiGraph) -> None:
@@ -225,11 +207,14 @@ def candidate_troublesome_sets(dag: nx.DiGraph, machines: int, step: float = DEF
     """CandidateTroublesomeTasks (Fig. 6): distinct closed sets over the (l, f) threshold grid."""
     longs, frags = long_scores(dag), frag_scores(dag, machines)
     grid = [round(step * i, 10) for i in range(1, int(round(1 / step)) + 1)]
+    closed: dict[frozenset[str], frozenset[str]] = {}  # each distinct selection is closed once (§4.1)
     seen: list[frozenset[str]] = []
     for l, f in itertools.product(grid, grid):
-        chosen = closure(dag, {t for t in dag if longs[t] >= l - 1e-12 or frags[t] <= f + 1e-12})
-        if chosen not in seen:
-            seen.append(chosen)
+        chosen = frozenset(t for t in dag if longs[t] >= l - 1e-12 or frags[t] <= f + 1e-12)
+        if chosen not in closed:
+            closed[chosen] = closure(dag, set(chosen))
+        if closed[chosen] not in seen:
+            seen.append(closed[chosen])
     return seen
 
 
@@ -313,11 +298,8 @@ def total_work(dag: nx.DiGraph, tasks: list[str] | None, machines: int) -> float
 def stage_graph(dag: nx.DiGraph) -> nx.DiGraph:
     graph = nx.DiGraph()
     graph.add_nodes_from(stages(dag))
-    graph.add_edges_from(
-        (dag.nodes[a]["stage"], dag.nodes[b]["stage"])
-        for a, b in dag.edges
-        if dag.nodes[a]["stage"] != dag.nodes[b]["stage"]
-    )
+    stage = dag.nodes.data("stage")
+    graph.add_edges_from({(stage[a], stage[b]) for a, b in dag.edges if stage[a] != stage[b]})
     return graph
 
 

@@ -36,6 +36,8 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_matrix
 
+from hybridbed.policies.planning.resource_time import UsageTimeline
+
 START_WEIGHT = 1e-3
 
 
@@ -77,50 +79,33 @@ def objective(tasks: list[PlanTask], starts: dict[str, tuple[str, float]], now: 
     return max(ends.values(), default=now) - now + sum(max(0.0, v) for v in late.values())
 
 
-class _Timeline:
-    """What one host runs when: (start, end, cores) intervals."""
-
-    def __init__(self, host: PlanHost, now: float):
-        self.host = host
-        self.intervals = [(now, end, cores) for end, cores in host.busy if end > now]
-
-    def fits(self, start: float, duration: float, cores: float) -> bool:
-        end = start + duration
-        points = [start] + [s for s, _, _ in self.intervals if start < s < end]
-        for p in points:
-            active = [c for s, e, c in self.intervals if s <= p < e]
-            if sum(active) + cores > self.host.cores + 1e-9 or len(active) + 1 > self.host.slots:
-                return False
-        return True
-
-    def earliest(self, ready: float, duration: float, cores: float, before: float = math.inf) -> float:
-        """The first time from `ready` and before `before` the task fits here, else infinity."""
-        for t in sorted({ready, *(e for _, e, _ in self.intervals if e > ready)}):
-            if t >= before:
-                break
-            if self.fits(t, duration, cores):
-                return t
-        return math.inf  # the task is larger than the host, or fits only later
+def _host_timeline(host: PlanHost, now: float) -> UsageTimeline:
+    """What one host runs when, in cores and containers, its running tasks until their expected ends."""
+    timeline = UsageTimeline(capacity=(host.cores, host.slots))
+    for end, cores in host.busy:
+        if end > now:
+            timeline.add(now, end, (cores, 1))
+    return timeline
 
 
 def list_schedule(tasks: list[PlanTask], hosts: list[PlanHost], now: float) -> dict[str, tuple[str, float]]:
     """Greedy: each task in the given (topological) order at the earliest time and host it fits, after the
     tasks of the groups it depends on."""
-    timelines = [_Timeline(h, now) for h in hosts]
+    timelines = [_host_timeline(h, now) for h in hosts]
     group_end: dict[str, float] = {}
     starts = {}
     for task in tasks:
         ready = max([task.ready_s, now] + [group_end.get(g, now) for g in task.after])
         start, line = math.inf, 0
         for i, timeline in enumerate(timelines):  # the earliest start, the first host on a tie
-            at = timeline.earliest(ready, task.duration_s, task.cores, before=start)
+            at = timeline.earliest_fit(task.duration_s, (task.cores, 1), ready, before=start)
             if at < start:
                 start, line = at, i
                 if at <= ready:
                     break  # no host starts it sooner
         if math.isinf(start):
             raise ValueError(f"task {task.key} ({task.cores:g} cores) fits no host")
-        timelines[line].intervals.append((start, start + task.duration_s, task.cores))
+        timelines[line].add(start, start + task.duration_s, (task.cores, 1))
         starts[task.key] = (hosts[line].name, start)
         group_end[task.group] = max(group_end.get(task.group, now), start + task.duration_s)
     return starts
