@@ -2,28 +2,42 @@
 softly enforced online while packing, preferring short jobs and bounding unfairness.
 
 Offline, when a job arrives (`job_arrived`), BuildSchedule (`planning/dagps.py`) places its tasks in a
-resource-time space of min(space_hosts, tasks) empty machines (space_hosts: the cluster's hosts unless
-set; more machines than tasks never help; the paper leaves the space's size open), with
-each task's duration at its allotted rates (`transfers.expected_duration_s`) and its demand as shares of
-one host; priScore ranks the tasks by planned start, 1 for the first down to 1/N. Jobs alike (same
-stages and sizes, as recurring jobs or one query template at one size) reuse one schedule. The lower
-bounds CPLen, TWork, ModCP and NewLB of every job go to the run's plan.csv beside the planned length.
+resource-time space of the machines available to the job (Fig. 9: "C, the capacity available for this
+job"): its share of the live hosts at arrival, the hosts over the jobs not yet finished (`space: share`),
+or every host (`space: cluster`), or `space_hosts` when set; never more machines than tasks. Each task
+lasts its duration at its allotted rates (`transfers.expected_duration_s`) and demands shares of one
+host. priScore ranks the tasks by planned start (§5). Jobs alike (same stages and sizes, as recurring
+jobs or one query template at one size) on as many machines reuse one schedule. Schedules are built off
+the decision path, one at a time, by the plan solver (scheduler/plan_solver.py: a worker process in the
+emulated scheduler; in the simulator usable from the request's time plus the build's wall time), as the
+paper builds them "at job submission time or soon thereafter"; until its schedule is taken, a job's tasks
+are matched without preference (priScore 1). The lower bounds CPLen, TWork, ModCP and NewLB of every job
+go to the run's plan.csv beside the planned length, when the schedule was asked for and used from, and
+its build's wall time.
 
 Online (Fig. 8), for a host with room, every runnable stage of every job offers a task (the best
-located one; a stage's tasks are alike) that fits the host's free resources in every modelled
-dimension:
+located one; a stage's tasks are alike):
 
-    perfScore = priScore · pScore − η · srpt_job
+    perfScore = priScore · {pScore, oScore} − η · srpt_job
 
-- pScore: the dot product of the host's free resources and the task's demand, both normalised by the
-  host's capacity (as Tetris), times rp = 1 − remote_penalty (0.8, as the paper uses) when a root task
-  would read its block from another host (the locality-sensitive case);
+- pScore, for a task that fits the host's free resources in every modelled dimension: the dot product
+  of the host's free resources and the task's demand, both normalised by the host's capacity (as
+  Tetris), times rp = 1 − remote_penalty (0.8, as the paper uses) when a root task would read its block
+  from another host (the locality-sensitive case);
+- oScore (`overbooking`), for a task that fits the host's free cores and memory but not its free disk or
+  network bandwidth (the fungible resources, which the paper's DAGPS allocates past 100 %, §8.2). The
+  paper omits the formula and states the rule: overbook when the cost, every task using the resource
+  slowing down, is less than the benefit, more tasks finishing. hybridbed counts tasks progressing on
+  the overbooked resources: n tasks use them at 1/max(1, load/capacity) of their rate before, n + 1 at
+  capacity/(load + demand) after (the worst overbooked dimension); oScore is the gain, when positive
+  (none otherwise). Lexicographic, as §5 says: any task with a pScore beats every oScore-only task;
+- priScore (§5): 1 − rank/N for the task planned to start rank-th of the DAG's N (`pri_score:
+  absolute`, the paper's), or that divided by the priScore of the job's next task in its schedule among
+  the runnable ones (`relative`, hybridbed's variant: with the absolute ranks a newly arrived job's
+  first tasks, near 1, beat a running job's later ones, near 0);
 - srpt: the job's remaining work (Σ over its pending tasks of duration × normalised demand);
-- priScore: relative to the job's best runnable task (its next task in the schedule scores 1). The paper's
-  raw ranks (1 for a DAG's first task down to 1/N for its last) make a newly arrived job's first tasks
-  beat every running job's later ones, which serves the newest job first (docs/policies.md);
-- η = m · mean(priScore · pScore) / mean(srpt) over the decision's candidates, m = 0.2 (§8.5).
-Overbooking (oScore) is left out, as the paper allows: a task that does not fit is not a candidate.
+- η = m · mean(priScore · score) / mean(srpt) over the decision's candidates of the winning tier (pScore
+  or oScore), m = 0.2 (§8.5).
 
 Fairness: one deficit counter per job group (the jobs' `queue`). After each choice every group with
 work gains f(demand) · (its fair share − 1 if the task is its own else 0), f the task's dominant share
@@ -34,7 +48,9 @@ to zero (deficit round robin), so it cannot bank credit while idle. The paper gi
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import networkx as nx
@@ -47,13 +63,62 @@ from hybridbed.scheduler.model import Job, Resources, StageSpec, Task
 from hybridbed.scheduler.policy import Policy, PolicyParams
 from hybridbed.scheduler.transfers import expected_duration_s
 
+UNPLANNED: dict[tuple[int, int], float] = defaultdict(lambda: 1.0)  # priScores of a job whose schedule is not built yet
+FUNGIBLE = (2, 3, 4, 5)  # Resources.vector()'s disk read/write and network in/out: what oScore may overbook
+
 
 @dataclass
 class Candidate:
     task: Task
     group: str
-    packing: float  # priScore · pScore
+    score: float  # priScore · pScore, or priScore · oScore for an overbooking candidate
     srpt: float
+    overbooks: bool
+
+
+def overbooking_gain(demand: Resources, host: HostState) -> float:
+    """oScore: how many more tasks progress on the host's overbooked disk and network if the task starts
+    there (0 when fewer would, or when it needs no overbooking); see the module docstring."""
+    capacity, used = host.capacity.vector(), host.used.vector()
+    need = demand.vector()
+    over = [i for i in FUNGIBLE if capacity[i] > 0 and need[i] > 0 and used[i] + need[i] > capacity[i] + 1e-9]
+    if not over:
+        return 0.0
+    loads = [*(t.allocation or t.demand for t in host.running.values()), *host.serving.values()]
+    users = sum(1 for load in loads if any(load.vector()[i] > 0 for i in over))
+    before = max(1.0, *(used[i] / capacity[i] for i in over))
+    after = max((used[i] + need[i]) / capacity[i] for i in over)
+    return max(0.0, (users + 1) / after - users / before)
+
+
+ScheduleKey = tuple[tuple[StageSpec, ...], int]  # a DAG's shape and the machines of its space
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A built schedule: priScores by (stage, index), its plan.csv fields, the job it was built for, and
+    when it was asked for."""
+
+    pri_scores: dict[tuple[int, int], float]
+    row: dict
+    planned_for: str
+    requested_s: float
+
+
+def plan_dag(dag: nx.DiGraph, machines: int, step: float) -> tuple[dict, dict]:
+    """BuildSchedule and the lower bounds for one DAG: its priScores and plan.csv fields (run by the plan
+    solver, off the decision path)."""
+    schedule = build_schedule(dag, machines, step)
+    bounds = lower_bounds(dag, machines)
+    row = {
+        "machines": machines,
+        "planned_s": schedule.makespan,
+        "cp_len_s": bounds.cp_len,
+        "t_work_s": bounds.t_work,
+        "mod_cp_s": bounds.mod_cp,
+        "new_lb_s": bounds.new_lb,
+    }
+    return schedule.pri_scores(), {k: round(v, 3) for k, v in row.items()}
 
 
 def job_dag(job: Job, capacity: Resources) -> nx.DiGraph:
@@ -89,10 +154,22 @@ class DagpsParams(PolicyParams):
         le=1,
         description="the (l, f) grid's step of BuildSchedule's candidate troublesome sets (planning.dagps)",
     )
+    pri_score: Literal["absolute", "relative"] = Field(
+        default="absolute",
+        description="priScore as §5 defines it (1 - rank/N), or relative to the job's next task in its schedule",
+    )
+    overbooking: bool = Field(
+        default=True,
+        description="oScore (§5): a task that fits the free cores and memory may overbook disk and network "
+        "when more tasks progress than before (the paper omits the formula; see policies.dagps)",
+    )
+    space: Literal["share", "cluster"] = Field(
+        default="share",
+        description="machines of the resource-time space: the job's share of the live hosts at arrival "
+        "(hosts / jobs not finished; Fig. 9's capacity available to the job) or every live host",
+    )
     space_hosts: int | None = Field(
-        default=None,
-        ge=1,
-        description="machines of the resource-time space (default: the cluster's hosts; the paper leaves it open)",
+        default=None, ge=1, description="machines of the resource-time space, fixed (overrides `space`)"
     )
 
 
@@ -106,8 +183,9 @@ class DagpsPolicy(Policy):
 
     def __init__(self, **params: object):
         super().__init__(**params)
-        # per DAG shape and machine count: priScores, the planned length and lower bounds, the job planned for
-        self._planned: dict[tuple[tuple[StageSpec, ...], int], tuple[dict[tuple[int, int], float], dict, str]] = {}
+        self._planned: dict[ScheduleKey, Planned] = {}
+        self._waiting: dict[ScheduleKey, tuple[nx.DiGraph, list[str]]] = {}  # to plan: its DAG, jobs waiting
+        self._planning: ScheduleKey | None = None  # the schedule the plan solver is building
         self._pri: dict[str, dict[tuple[int, int], float]] = {}  # job -> (stage, index) -> priScore
         self._rows: list[dict] = []
         self._deficit: dict[str, float] = {}
@@ -117,76 +195,127 @@ class DagpsPolicy(Policy):
     def job_arrived(self, job: Job, cluster: ClusterState) -> None:
         for done in [j for j in self._pri if j in cluster.finished]:
             del self._pri[done]
-        machines = min(self.params.space_hosts or len(cluster.hosts), len(job.maps) + len(job.reduces))
+        machines = min(self._space_machines(cluster), len(job.maps) + len(job.reduces))
         key = (job.spec.stage_specs(), machines)
-        if key not in self._planned:
-            dag = job_dag(job, next(iter(cluster.hosts.values())).capacity)
-            schedule = build_schedule(dag, machines, self.params.step)
-            bounds = lower_bounds(dag, machines)
-            row = {
-                "machines": machines,
-                "planned_s": schedule.makespan,
-                "cp_len_s": bounds.cp_len,
-                "t_work_s": bounds.t_work,
-                "mod_cp_s": bounds.mod_cp,
-                "new_lb_s": bounds.new_lb,
+        if key in self._planned:
+            self._use(key, job.job_id, cluster.now)
+        elif key in self._waiting:
+            self._waiting[key][1].append(job.job_id)
+        else:
+            self._waiting[key] = (job_dag(job, next(iter(cluster.hosts.values())).capacity), [job.job_id])
+        self._plan_next(cluster)
+
+    def _plan_next(self, cluster: ClusterState) -> None:
+        """Take a schedule the plan solver has finished, hand it to the jobs waiting for it, and start the next."""
+        solved = self.plan_solver.take(cluster.now) if self._planning is not None else None
+        if solved is not None:
+            key, self._planning = self._planning, None
+            _, jobs = self._waiting.pop(key)
+            pri_scores, row = solved.value
+            self._planned[key] = Planned(
+                pri_scores, {**row, "build_wall_s": round(solved.wall_s, 3)}, jobs[0], solved.requested_s
+            )
+            for job_id in jobs:
+                if job_id in cluster.jobs:
+                    self._use(key, job_id, cluster.now)
+        if self._planning is None and self._waiting:
+            self._planning = next(iter(self._waiting))
+            dag, _ = self._waiting[self._planning]
+            self.plan_solver.submit(cluster.now, partial(plan_dag, dag, self._planning[1], self.params.step))
+
+    def _use(self, key: ScheduleKey, job_id: str, now: float) -> None:
+        planned = self._planned[key]
+        self._pri[job_id] = planned.pri_scores
+        self._rows.append(
+            {
+                "job_id": job_id,
+                **planned.row,
+                "schedule_of": planned.planned_for,
+                "requested_s": round(planned.requested_s, 3),
+                "used_from_s": round(now, 3),
             }
-            self._planned[key] = (schedule.pri_scores(), {k: round(v, 3) for k, v in row.items()}, job.job_id)
-        pri_scores, row, planned_for = self._planned[key]
-        self._pri[job.job_id] = pri_scores
-        self._rows.append({"job_id": job.job_id, **row, "schedule_of": planned_for})
+        )
+
+    def _space_machines(self, cluster: ClusterState) -> int:
+        """Machines of the job's resource-time space (Fig. 9's capacity available to the job)."""
+        if self.params.space_hosts is not None:
+            return self.params.space_hosts
+        live = sum(1 for h in cluster.hosts.values() if h.alive) or len(cluster.hosts)
+        if self.params.space == "cluster":
+            return live
+        return max(1, live // max(1, len(cluster.jobs)))
 
     def plan_rows(self) -> list[dict]:
         return self._rows
 
     # online: the matcher ----------------------------------------------------------------------------
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
+        if self._planning is not None:
+            self._plan_next(cluster)
         if host.free_slots <= 0:
             return None
         candidates = self._candidates(host, cluster)
         if not candidates:
             return None
-        mean_packing = sum(c.packing for c in candidates) / len(candidates)
-        mean_srpt = sum(c.srpt for c in candidates) / len(candidates)
-        eta = self.params.srpt_weight * mean_packing / mean_srpt if mean_srpt > 0 else 0.0
-        pool = candidates
         groups = {c.group for c in candidates} | {j.spec.queue for j in cluster.launchable.values()}
         for group in list(self._deficit):
             if group not in groups:
                 del self._deficit[group]  # nothing to run: no credit kept
+        pool = candidates
         if self._deficit:
             deprived = max(sorted(self._deficit), key=self._deficit.__getitem__)
             own = [c for c in candidates if c.group == deprived]
             if self._deficit[deprived] >= self.params.unfairness and own:
                 pool = own
-        best = max(pool, key=lambda c: (c.packing - eta * c.srpt, -cluster.jobs[c.task.job_id].spec.arrival_s))
+        fitting = [c for c in pool if not c.overbooks]
+        pool = fitting or pool  # lexicographic: a task that fits beats every overbooking one
+        mean_score = sum(c.score for c in pool) / len(pool)
+        mean_srpt = sum(c.srpt for c in pool) / len(pool)
+        eta = self.params.srpt_weight * mean_score / mean_srpt if mean_srpt > 0 else 0.0
+        best = max(pool, key=lambda c: (c.score - eta * c.srpt, -cluster.jobs[c.task.job_id].spec.arrival_s))
         self._charge(best, groups, cluster)
         return best.task
 
     def _candidates(self, host: HostState, cluster: ClusterState) -> list[Candidate]:
         scores = PackingScores(host.free, host.capacity)
+        overbooking, relative = self.params.overbooking, self.params.pri_score == "relative"
         found = []
         for job in cluster.launchable.values():
             runnable = cluster.runnable_stages(job)
-            fitting = [s for s in runnable if scores.of(cluster.placed_stage_demand(job, s, host)) is not None]
-            if not fitting:
+            offered = []  # (stage, overbooks)
+            for s in runnable:
+                demand = cluster.placed_stage_demand(job, s, host)
+                if scores.of(demand) is not None:
+                    offered.append((s, False))
+                elif overbooking and demand.allocatable_in(host.free):
+                    offered.append((s, True))
+            if not offered:
                 continue
-            pri, waiting = self._pri[job.job_id], cluster.pending[job.job_id].stages
-            offers = [cluster.best_in_stage(job, s, host) for s in fitting]
-            # the job's next task in its schedule: over the offers, and the first task of each stage that
-            # does not fit here (not worth finding its best located task)
-            first = max(
-                [pri[(t.stage, t.index)] for t, _ in offers]
-                + [pri[(s, waiting[s].first().index)] for s in runnable if s not in fitting]
-            )
+            pri, waiting = self._pri.get(job.job_id, UNPLANNED), cluster.pending[job.job_id].stages
+            offers = [(*cluster.best_in_stage(job, s, host), overbooks) for s, overbooks in offered]
+            first = 1.0
+            if relative:
+                # the job's next task in its schedule: over the offers, and the first task of each stage
+                # not offered here (not worth finding its best located task)
+                stages_offered = {s for s, _ in offered}
+                first = max(
+                    [pri[(t.stage, t.index)] for t, _, _ in offers]
+                    + [pri[(s, waiting[s].first().index)] for s in runnable if s not in stages_offered]
+                )
             srpt = self._work.of(job.job_id, cluster.pending[job.job_id], host.capacity)
-            for task, remote in offers:
+            for task, remote, overbooks in offers:
                 if not cluster.source_has_room(task, host):
                     continue
-                penalty = 1 - self.params.remote_penalty if remote else 1.0
-                placed = scores.of(cluster.placed_task_demand(task, host.name))
-                packing = pri[(task.stage, task.index)] / first * placed * penalty
-                found.append(Candidate(task, job.spec.queue, packing, srpt))
+                placed = cluster.placed_task_demand(task, host.name)
+                if overbooks:
+                    score = overbooking_gain(placed, host)
+                    if score <= 0:
+                        continue
+                else:
+                    score = scores.of(placed) * (1 - self.params.remote_penalty if remote else 1.0)
+                found.append(
+                    Candidate(task, job.spec.queue, pri[(task.stage, task.index)] / first * score, srpt, overbooks)
+                )
         return found
 
     def _charge(self, chosen: Candidate, groups: set[str], cluster: ClusterState) -> None:

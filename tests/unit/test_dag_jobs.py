@@ -14,19 +14,35 @@ from hybridbed.config.validation import SpecError
 from hybridbed.experiments.scenarios import validate_scenario
 from hybridbed.experiments.simulated import run_simulation
 from hybridbed.policies.dag_order import BfsPolicy, CriticalPathPolicy
-from hybridbed.policies.dagps import DagpsPolicy
+from hybridbed.policies.dagps import DagpsPolicy, overbooking_gain
 from hybridbed.policies.fair import FairPolicy
+from hybridbed.policies.tetris import TetrisPolicy
 from hybridbed.scheduler.assembly import container
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.dag_paths import stage_critical_paths, stage_levels
 from hybridbed.scheduler.model import Resources, StageSpec, TaskState, build_job, dag_spec
+from hybridbed.scheduler.plan_solver import ChargedSolver, Solved
 from hybridbed.scheduler.policy import Policy
 from hybridbed.workloads.build import build_workload
 from hybridbed.workloads.dag import DagShape, dag_jobs
 from hybridbed.workloads.tetris_suite import HostBandwidth, SuiteShape
 
 CONTAINER = Resources(1, 256)
+
+
+class InstantSolver(ChargedSolver):
+    """A schedule usable at the time it was asked for (these tests' clocks stand still)."""
+
+    def take(self, now: float) -> Solved | None:
+        solved, self._solved = self._solved, None
+        return solved
+
+
+def dagps(**params) -> DagpsPolicy:
+    policy = DagpsPolicy(**params)
+    policy.plan_solver = InstantSolver()
+    return policy
 
 
 def diamond(job_id: str = "d", arrival: float = 0.0, queue: str = "default", long_side: float = 1.0):
@@ -183,15 +199,130 @@ def test_tez_orders_pick_the_stage_their_rule_ranks_first(policy: Policy, expect
 
 def test_dagps_reports_bounds_and_reuses_a_schedule_for_alike_jobs():
     state = cluster()
-    policy = DagpsPolicy()
+    policy = dagps(space="cluster")
     core = SchedulerCore(policy, state, random.Random(1), replicas=1)
     for i in range(2):
         core.submit(build_job(diamond(f"d{i}"), CONTAINER), 0.0)
     rows = policy.plan_rows()
     assert [r["schedule_of"] for r in rows] == ["d0", "d0"]
+    assert [r["machines"] for r in rows] == [4, 4]
     row = rows[0]
     assert row["new_lb_s"] >= max(row["cp_len_s"], row["t_work_s"]) - 1e-6
     assert row["planned_s"] >= row["new_lb_s"] - 1e-6 and row["cp_len_s"] == 3.0
+
+
+def test_dagps_builds_schedules_off_the_decision_path_and_uses_them_once_built():
+    """In the simulator a schedule is usable from the time it was asked for plus its build's wall time;
+    until then the job's tasks are matched without preference (priScore 1), not held back."""
+    state = cluster()
+    policy = DagpsPolicy()
+    core = SchedulerCore(policy, state, random.Random(1), replicas=1)
+    core.submit(build_job(diamond("d0", arrival=5.0), CONTAINER), 5.0)
+    started = core.schedule(5.0)
+    assert started and policy.plan_rows() == []  # the roots start before the schedule is taken
+    later = 5.0 + 1.0
+    finish(core, [launch.task for launch in started], later)
+    assert core.schedule(later)
+    [row] = policy.plan_rows()
+    assert row["requested_s"] == 5.0 and row["used_from_s"] == later
+    assert row["build_wall_s"] < later - 5.0
+
+
+def test_dagps_plans_a_job_on_its_share_of_the_live_hosts():
+    """Fig. 9's capacity available to the job: the live hosts over the jobs not finished, when it arrives."""
+    state = cluster(hosts=8)
+    policy = dagps()
+    core = SchedulerCore(policy, state, random.Random(1), replicas=1)
+    core.submit(build_job(diamond("d0"), CONTAINER), 0.0)
+    state.lose_host("h7")
+    for i in (1, 2):
+        core.submit(build_job(diamond(f"d{i}"), CONTAINER), 0.0)
+    core.schedule(0.0)  # a decision takes the last schedule built
+    assert [r["machines"] for r in policy.plan_rows()] == [8, 3, 2]  # 8 tasks / 1 job, 7 hosts / 2, 7 / 3
+
+
+def run_alone(policy: Policy, spec, capacity: Resources) -> float:
+    """The job on one host where nothing is over-allocated (every task lasts its compute time); its finish time."""
+    state = ClusterState(1, {"h": HostState("h", 0, 10, capacity)}, slowstart=1.0)
+    core = SchedulerCore(policy, state, random.Random(1), replicas=1)
+    job = build_job(spec, CONTAINER)
+    core.submit(job, 0.0)
+    now, ends = 0.0, {}
+    while job.finished_s is None:
+        for launch in core.schedule(now):
+            assert launch.task.demand.fits_in(
+                state.hosts["h"].capacity - state.hosts["h"].used + launch.task.demand, capacity
+            )
+            ends[launch.task.task_id] = now + launch.task.compute_s
+        now = min(ends.values())
+        finish(core, [core.tasks[t] for t, end in ends.items() if end <= now], now)
+        ends = {t: end for t, end in ends.items() if end > now}
+    return job.finished_s
+
+
+def test_dagps_online_follows_its_schedule_where_tetris_packs_greedily():
+    """The DAGPS paper's §2.2 situation online: three long tasks fit together, two behind short tasks that
+    cannot run beside a long one. The ready long task aligns better with the empty host (1.0 against 0.8),
+    so Tetris starts it and serialises (20.2 s); DAGPS's schedule puts the short tasks first (priScore 1
+    and 0.8 against 0.6), and its matcher follows it: all three long tasks overlap (10.2 s)."""
+    capacity = Resources(4, 4000, disk_read_mbps=400, disk_write_mbps=400)
+    long, short = Resources(1, 1000, 100, 100), Resources(0, 3200)
+    spec = dag_spec(
+        "j",
+        0.0,
+        (
+            StageSpec("short", 2, 0.1, (), demand=short),
+            StageSpec("long-a", 1, 10.0, (), demand=long),
+            StageSpec("long-b", 2, 10.0, (0,), demand=long),
+        ),
+    )
+    assert run_alone(TetrisPolicy(), spec, capacity) == pytest.approx(20.2)
+    assert run_alone(dagps(), spec, capacity) == pytest.approx(10.2)
+    assert run_alone(dagps(pri_score="relative"), spec, capacity) == pytest.approx(10.2)
+
+
+def test_overbooking_pays_when_more_tasks_progress_on_the_overbooked_disk():
+    host = HostState("h", 0, 10, Resources(8, 8000, disk_read_mbps=100))
+    cluster_ = ClusterState(1, {"h": host}, slowstart=1.0)
+    core = SchedulerCore(FairPolicy(), cluster_, random.Random(1), replicas=1)
+    core.submit(
+        build_job(dag_spec("busy", 0.0, (StageSpec("a", 2, 1.0, (), demand=Resources(1, 100, 50)),)), CONTAINER), 0.0
+    )
+    core.schedule(0.0)
+    assert host.used.disk_read_mbps == 100
+    # two tasks at full rate before; three at 100/120 of theirs after: 2.5 tasks' progress, 0.5 gained
+    assert overbooking_gain(Resources(1, 100, 20), host) == pytest.approx(0.5)
+    assert overbooking_gain(Resources(1, 100, 80), host) == 0  # three at 1/1.8: fewer than two
+    assert overbooking_gain(Resources(1, 100, 0, 0, 10), host) == 0  # fits: nothing to overbook
+    core.submit(
+        build_job(dag_spec("more", 0.0, (StageSpec("a", 1, 1.0, (), demand=Resources(1, 100, 20)),)), CONTAINER), 0.0
+    )
+    core.schedule(0.0)  # Fair over-allocates: three tasks at 100/120 of their rate
+    assert overbooking_gain(Resources(1, 100, 10), host) == pytest.approx(4 / 1.3 - 3 / 1.2)
+
+
+def test_dagps_overbooks_disk_only_when_no_task_fits_and_it_pays():
+    """Lexicographic (§5): a task that fits beats every overbooking one, whatever their priScores; a task
+    that fits only by overbooking the disk starts when it gains task progress, and never past the cores."""
+    capacity = Resources(4, 4000, disk_read_mbps=100)
+
+    def launched(policy: DagpsPolicy, stages) -> list[str]:
+        state = ClusterState(1, {"h": HostState("h", 0, 10, capacity)}, slowstart=1.0)
+        core = SchedulerCore(policy, state, random.Random(1), replicas=1)
+        job = build_job(dag_spec("j", 0.0, stages), CONTAINER)
+        core.submit(job, 0.0)
+        return [job.stages[launch.task.stage].name for launch in core.schedule(0.0)]
+
+    disk = (StageSpec("disk", 4, 10.0, (), demand=Resources(1, 100, 40)),)
+    # two fit (80 of 100); a third overbooks: 3 at 100/120 = 2.5 > 2; a fourth 4 at 100/160 = 2.5, no gain
+    assert launched(dagps(), disk) == ["disk"] * 3
+    assert launched(dagps(overbooking=False), disk) == ["disk"] * 2
+    with_cpu = (*disk, StageSpec("cpu", 1, 10.0, (), demand=Resources(1, 100)))
+    # planned on two machines, every task starts at 0 and the cpu task ranks last (priScore 0.2): the third
+    # disk task scores 0.6 x 0.5 by overbooking, the cpu task 0.2 x 0.15 by fitting, and goes first
+    names = launched(dagps(space_hosts=2), with_cpu)
+    assert names.index("cpu") < [i for i, n in enumerate(names) if n == "disk"][2]
+    assert sorted(names) == ["cpu", "disk", "disk", "disk"]  # the fourth core: the disk stays at 3 tasks
 
 
 def test_dagps_deficit_counters_bound_what_one_queue_takes_from_another():
@@ -200,7 +331,7 @@ def test_dagps_deficit_counters_bound_what_one_queue_takes_from_another():
 
     def launches(unfairness: float) -> list[str]:
         state = cluster(hosts=1, slots=8)
-        core = SchedulerCore(DagpsPolicy(srpt_weight=5.0, unfairness=unfairness), state, random.Random(1), replicas=1)
+        core = SchedulerCore(dagps(srpt_weight=5.0, unfairness=unfairness), state, random.Random(1), replicas=1)
         core.submit(build_job(diamond("long", queue="q0", long_side=50.0), CONTAINER), 0.0)
         for i in range(4):
             core.submit(
