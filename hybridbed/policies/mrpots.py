@@ -70,6 +70,7 @@ class HostPoolPolicy(Policy):
         self._plans: dict[str, HostPlan] = {}
         self._fraction: dict[str, float] = {}  # running task -> its fraction of its demand now
         self._claimed: set[str] = set()  # tasks planned to start on some host this round
+        self._shared_at: dict[str, int] = {}  # host -> its `changes` when its running tasks were last shared
 
     def starts(self, host: HostState, cluster: ClusterState) -> list[Task]:
         """The tasks to start on the host this round (pending, runnable, fitting its memory and containers,
@@ -97,18 +98,25 @@ class HostPoolPolicy(Policy):
         for host in cluster.hosts.values():
             if not host.alive:
                 continue
-            running = [t for t in host.running.values() if t.state is TaskState.RUNNING]
             starts = self.starts(host, cluster) if host.free_slots > 0 else []
+            if not starts and self._shared_at.get(host.name) == host.changes:
+                continue  # the same tasks as when they were last shared: the same fractions
+            running = [t for t in host.running.values() if t.state is TaskState.RUNNING]
             self._claimed.update(t.task_id for t in starts)
             if not running and not starts:
+                self._shared_at[host.name] = host.changes
                 continue
             fractions = dict(zip([t.task_id for t in running + starts], self.fractions(running + starts, host)))
             self._plans[host.name] = HostPlan(starts, fractions)
+            changed = False
             for task in running:
                 now, new = self._fraction.get(task.task_id, 1.0), fractions[task.task_id]
                 if abs(new - now) > 1e-6:
                     (lower if new < now else higher).append(Share.scaled(task, new))
                     self._fraction[task.task_id] = new
+                    changed = True
+            if not starts and not changed:
+                self._shared_at[host.name] = host.changes
         return lower + higher
 
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
@@ -161,6 +169,10 @@ class MrPotsPolicy(HostPoolPolicy):
     Params = MrPotsParams
     params: MrPotsParams
 
+    def __init__(self, **params: object) -> None:
+        super().__init__(**params)
+        self._stage_weights: dict[tuple[str, Resources], list[tuple[int, float, tuple]]] = {}
+
     def group(self, task: Task, capacity: Resources) -> int:
         return dominant(rate_shares(task.demand, capacity))
 
@@ -182,25 +194,30 @@ class MrPotsPolicy(HostPoolPolicy):
             pending = cluster.pending[job.job_id]
             runnable = set(cluster.runnable_stages(job)) if job.job_id in cluster.launchable else set()
             drp: dict[int, float] = {}
-            for i, stage in enumerate(job.stages):
-                task = stage.tasks[0]
-                shares = rate_shares(task.demand, capacity)
-                length = max(shares) * expected_duration_s(task)
+            for i, (stage, (group, length, successors)) in enumerate(zip(job.stages, self._weights(job, capacity))):
                 ready = job.stage_ready_s[i]
                 drp[i] = (ready if ready is not None else max((drp[p] for p in stage.parents), default=0.0)) + length
                 waiting = pending.stages[i].tasks if i in pending.stages else {}
                 if waiting:
                     free = i in runnable and any(k not in self._claimed for k in waiting)
-                    found.append(
-                        Candidate(
-                            (job.job_id, i),
-                            dominant(shares),
-                            drp[i],
-                            free,
-                            tuple((job.job_id, c) for c in stage.children),
-                        )
-                    )
+                    found.append(Candidate((job.job_id, i), group, drp[i], free, successors))
         return found
+
+    def _weights(self, job: Job, capacity: Resources) -> list[tuple[int, float, tuple]]:
+        """Per stage of the job, what DRP weighs and does not change while the job runs: its dominant
+        group, its dominant share times its duration (Eq. 10's length) and its successors."""
+        key = (job.job_id, capacity)
+        if key not in self._stage_weights:
+            if len(self._stage_weights) > 4096:  # start afresh now and then, so finished jobs do not pile up
+                self._stage_weights.clear()
+            weights = []
+            for stage in job.stages:
+                task = stage.tasks[0]  # a stage's tasks are alike
+                shares = rate_shares(task.demand, capacity)
+                successors = tuple((job.job_id, c) for c in stage.children)
+                weights.append((dominant(shares), max(shares) * expected_duration_s(task), successors))
+            self._stage_weights[key] = weights
+        return self._stage_weights[key]
 
     def fractions(self, tasks: list[Task], host: HostState) -> list[float]:
         return mua([rate_shares(t.demand, host.capacity) for t in tasks], MIN_FRACTION)

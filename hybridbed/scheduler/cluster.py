@@ -48,6 +48,9 @@ class HostState:
     report_window_s: float = 0.0
     # allotments ended since that report (tasks done, remote reads served), whose use it still shows
     released: Resources = field(default=Resources(0, 0))
+    # counts every change of what runs or is held here, so that a policy can tell a host unchanged since
+    # it last looked without comparing its tasks
+    changes: int = 0
 
     def __post_init__(self) -> None:
         self.free = self.capacity - self.used
@@ -55,6 +58,7 @@ class HostState:
     def _use(self, used: Resources) -> None:
         self.used = used
         self.free = self.capacity - used
+        self.changes += 1
 
     @property
     def free_slots(self) -> int:

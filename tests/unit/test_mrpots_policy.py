@@ -88,6 +88,21 @@ def test_a_task_arriving_beside_another_shrinks_it_first_and_starts_at_its_fract
     assert launch.task.allocation == launch.task.demand and host.free.disk_read_mbps == pytest.approx(0.0)
 
 
+def test_a_task_ending_gives_its_share_back_at_the_next_round_and_an_unchanged_host_keeps_its_shares():
+    core, host = one_host(MrPotsPolicy())
+    core.submit(job("disk", DISK_HEAVY, maps=1), 0.0)
+    core.act(0.0)
+    core.schedule(0.0)
+    core.submit(job("cpu", Resources(3, 1000, disk_read_mbps=8), maps=1), 1.0)
+    core.act(1.0)
+    (launch,) = core.schedule(1.0)
+    assert core.act(1.5) == []  # the same two tasks: nothing to change
+    core.task_finished(launch.task.task_id, launch.task.attempt, 2.0)
+    actions = core.act(2.0)
+    assert [(a.task.job_id, a.action) for a in actions] == [("disk", "share")]
+    assert actions[0].allocation.disk_read_mbps == pytest.approx(16.0)
+
+
 @pytest.fixture(scope="module")
 def mrpots_runs(tmp_path_factory):
     out = tmp_path_factory.mktemp("mrpots")

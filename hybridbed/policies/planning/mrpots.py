@@ -24,6 +24,7 @@ policy maps pools onto the cluster is the policy's business.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,8 +44,13 @@ def mua(shares: list[tuple[float, ...]], floor: float = 0.0) -> list[float]:
     """MUA's LP (Eq. 9): each subtask's rate k in [floor, 1] (the fraction of `shares` it gets per slot) so
     that the pool's use, summed over its resources, is as large as the capacity allows (the floor is
     dropped when the subtasks cannot all have it)."""
+    return list(_mua(tuple(shares), floor))
+
+
+@functools.lru_cache(maxsize=4096)  # a host runs few mixes of stage shapes, and each LP costs a millisecond
+def _mua(shares: tuple[tuple[float, ...], ...], floor: float) -> tuple[float, ...]:
     if not shares:
-        return []
+        return ()
     a = np.asarray(shares, dtype=float)  # subtasks x resources
     if floor > 0 and np.any(a.sum(axis=0) * floor > 1.0):
         floor = 0.0
@@ -53,7 +59,7 @@ def mua(shares: list[tuple[float, ...]], floor: float = 0.0) -> list[float]:
     )
     if not result.success:
         raise RuntimeError(f"MUA's LP failed: {result.message}")
-    return [float(k) for k in np.clip(result.x, 0.0, 1.0)]
+    return tuple(float(k) for k in np.clip(result.x, 0.0, 1.0))
 
 
 @dataclass(frozen=True)
