@@ -304,7 +304,7 @@ class DagpsPolicy(Policy):
                 )
             srpt = self._work.of(job.job_id, cluster.pending[job.job_id], host.capacity)
             for task, remote, overbooks in offers:
-                if not cluster.source_has_room(task, host):
+                if remote and not cluster.source_has_room(task, host):
                     continue
                 placed = cluster.placed_task_demand(task, host.name)
                 if overbooks:

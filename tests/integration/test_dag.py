@@ -58,5 +58,9 @@ def test_dag_jobs_fetch_from_every_parent_task_and_respect_precedence(tmp_path):
             assert fetched.bytes.sum() == task.fetch_bytes, task.task_id
             assert row.start_s >= max(tasks.loc[s.task_id].finish_s for s in sources)
     assert depth >= 3  # more than MapReduce's two stages
+    # DAGPS's schedules are built in the scheduler's plan-solver process and taken while the jobs run
+    plan = pd.read_csv(out / "plan.csv")
+    assert sorted(plan.job_id) == sorted(s.job_id for s in build_workload(scenario))
+    assert (plan.used_from_s >= plan.requested_s).all() and (plan.build_wall_s > 0).all()
     plan = pd.read_csv(out / "plan.csv")
     assert len(plan) == 3 and (plan.planned_s >= plan.new_lb_s - 1e-3).all()
