@@ -6,7 +6,8 @@ Plan (§III): every `period_s` the pending tasks get a target host and a start t
 (`planning.dsp_schedule`: a time-indexed MILP with HiGHS under a time limit, the list schedule when it has
 nothing better), solved off the decision path (`plan_solver`: decisions go on with the plan in force
 until the new one is taken); a job arriving between periods is list-scheduled into the plan at once. A
-plan holds the `plan_tasks` oldest pending tasks (400: the paper's jobs of thousands of tasks are beyond
+plan holds the `plan_tasks` pending tasks of highest priority (Eqs. 12-13, a stage at its most urgent
+task's, never before a pending parent stage; 400: the paper's jobs of thousands of tasks are beyond
 any MILP); when fewer than half of them still wait, the next ones are list-scheduled in. Each host serves
 its queue in planned start order, a task once its parent stages are done; a host whose queue has nothing
 it can start takes the earliest planned task another host has not started (work conservation; the paper
@@ -127,7 +128,7 @@ class DspParams(PolicyParams):
     plan_tasks: int = Field(
         default=400,
         gt=0,
-        description="the oldest pending tasks a plan holds (the paper's jobs of "
+        description="the pending tasks of highest priority a plan holds (the paper's jobs of "
         "thousands of tasks are beyond any MILP)",
     )
 
@@ -186,16 +187,16 @@ class DspPolicy(Policy):
         self._arrived_since_request = True
 
     def _plan_inputs(self, cluster: ClusterState) -> tuple[list[PlanTask], dict[str, Task], list[PlanHost]]:
-        """What a plan is made of: the pending tasks (the oldest jobs' first, parents before children, at
-        most `plan_tasks`), each with the time its parents are expected to end, and the hosts' free capacity
-        over time."""
+        """What a plan is made of: the pending tasks (by stage, highest priority first, parents before
+        children, at most `plan_tasks`), each with the time its parents are expected to end, and the hosts'
+        free capacity over time."""
         now = cluster.now
         tasks, keyed = [], {}
-        for job in sorted(cluster.jobs.values(), key=lambda j: (j.spec.arrival_s, j.job_id)):
+        pending_stages: dict[str, set[int]] = {}
+        for job, stage in self._groups_by_priority(cluster):
             info = self._info[job.job_id]
-            pending = [t for t in job.tasks if t.state is TaskState.PENDING]
-            pending.sort(key=lambda t: (info.levels[t.stage], t.stage, t.index))
-            groups = {t.stage for t in pending}
+            pending = [t for t in job.stages[stage].tasks if t.state is TaskState.PENDING]
+            groups = pending_stages.setdefault(job.job_id, {t.stage for t in job.tasks if t.state is TaskState.PENDING})
             for task in pending:
                 parents = job.stages[task.stage].parents
                 ready = max(
@@ -234,6 +235,42 @@ class DspPolicy(Policy):
             if h.alive
         ]
         return tasks, keyed, hosts
+
+    def _groups_by_priority(self, cluster: ClusterState) -> list[tuple[Job, int]]:
+        """The stages with pending tasks, in the order a plan lists them: highest priority first (Eqs.
+        12-13 over each job's DAG of unfinished stages, a stage at its tasks' mean remaining time and longest
+        wait: a plan orders stages, and the task-level DAG of every job took a second at 15K pending tasks),
+        never a stage before a pending parent stage (the list schedule places a stage after its parents)."""
+        times = _Priorities(self, cluster)
+        graph = nx.DiGraph()
+        rank: dict[tuple[str, int], tuple] = {}
+        for job in cluster.jobs.values():
+            pending = {t.stage for t in job.tasks if t.state is TaskState.PENDING}
+            priority = self._stage_priorities(job, times)
+            for stage in pending:
+                rank[(job.job_id, stage)] = (-priority[stage], job.spec.arrival_s, job.job_id, stage)
+                graph.add_node((job.job_id, stage))
+                graph.add_edges_from(
+                    ((job.job_id, p), (job.job_id, stage)) for p in job.stages[stage].parents if p in pending
+                )
+        order = nx.lexicographical_topological_sort(graph, key=rank.__getitem__)
+        return [(cluster.jobs[job_id], stage) for job_id, stage in order]
+
+    def _stage_priorities(self, job: Job, times: _Priorities) -> dict[int, float]:
+        """Eqs. 12-13 over the job's unfinished stages."""
+        unfinished: dict[int, list[Task]] = {}
+        for task in job.tasks:
+            if task.state is not TaskState.DONE:
+                unfinished.setdefault(task.stage, []).append(task)
+        dag = nx.DiGraph()
+        for stage, tasks in unfinished.items():
+            dag.add_node(stage, duration=expected_duration_s(tasks[0]), stage=stage)
+            dag.add_edges_from((p, stage) for p in job.stages[stage].parents if p in unfinished)
+        remaining = {s: sum(times.remaining_s(t) for t in tasks) / len(tasks) for s, tasks in unfinished.items()}
+        waited = {s: max(times.waited_s(t) for t in tasks) for s, tasks in unfinished.items()}
+        p = self.params
+        deadline = self._info[job.job_id].deadline_s
+        return priorities_model.priorities(dag, times.now, deadline, remaining, waited, p.gamma, p.omega)
 
     def _list_plan(self, cluster: ClusterState) -> None:
         """List-schedule the pending tasks at once (milliseconds: a job's arrival)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from hybridbed.experiments.simulated import run_simulation
 from hybridbed.policies.aalo import AaloPolicy
-from hybridbed.policies.dsp import DspPolicy
+from hybridbed.policies.dsp import DspPolicy, _Priorities
 from hybridbed.policies.fifo import FifoPolicy
 from hybridbed.policies.planning.dsp_schedule import PlanHost, PlanTask, list_schedule, objective, plan
 from hybridbed.scheduler.cluster import ClusterState, HostState
@@ -70,6 +71,42 @@ def chain(job_id: str, arrival: float = 0.0):
         arrival,
         (StageSpec("a", 2, 4.0, (), input_bytes=100, output_bytes=10), StageSpec("b", 1, 2.0, (0,), output_bytes=10)),
     )
+
+
+def test_the_plan_serves_stages_by_priority_never_before_a_pending_parent():
+    """Eq. 12 ranks a deep job's roots above a shallow job's tasks (each level below multiplies by γ + 1),
+    so on one container the deep job, though it arrived later, starts first. A job already past its
+    deadline has negative leaf priorities and so a child stage above its parent: the plan still lists
+    the parent stage first."""
+    shallow = dag_spec("a-shallow", 0.0, (StageSpec("a", 2, 4.0, (), input_bytes=100, output_bytes=10),))
+    deep = dag_spec(
+        "b-deep",
+        0.5,
+        (
+            StageSpec("a", 1, 4.0, (), input_bytes=100, output_bytes=10),
+            StageSpec("b", 1, 4.0, (0,), output_bytes=10),
+            StageSpec("c", 1, 4.0, (1,), output_bytes=10),
+        ),
+    )
+    cluster = ClusterState(1, {"h": HostState("h", 0, 1, Resources(1, 256))}, 1.0)
+    policy = DspPolicy()
+    core = SchedulerCore(policy, cluster, random.Random(1))
+    core.submit(build_job(shallow, CONTAINER), 0.0)
+    core.submit(build_job(deep, CONTAINER), 0.5)
+    core.act(0.5)
+    assert core.schedule(0.5)[0].task.job_id == "b-deep"
+
+    late = replace(chain("late"), deadline_s=0.1)  # leaves at -0.2 x their overdue time: below zero
+    cluster = ClusterState(1, {"h": HostState("h", 0, 4, Resources(4, 1024))}, 1.0)
+    policy = DspPolicy()
+    core = SchedulerCore(policy, cluster, random.Random(1))
+    job = build_job(late, CONTAINER)
+    core.submit(job, 0.0)
+    core.act(0.0)
+    tasks, _, _ = policy._plan_inputs(cluster)
+    assert [t.group for t in tasks] == ["late/0", "late/0", "late/1"]
+    priorities = _Priorities(policy, cluster)
+    assert priorities.of(job.stages[1].tasks[0]) > priorities.of(job.stages[0].tasks[0])
 
 
 def test_deadlines_are_the_critical_path_times_a_slack_drawn_from_the_range():
