@@ -6,8 +6,8 @@ Plan (§III): every `period_s` the pending tasks get a target host and a start t
 (`planning.dsp_schedule`: a time-indexed MILP with HiGHS under a time limit, the list schedule when it has
 nothing better), solved off the decision path (`plan_solver`: decisions go on with the plan in force
 until the new one is taken); a job arriving between periods is list-scheduled into the plan at once. A
-plan holds the `plan_tasks` pending tasks of highest priority (Eqs. 12-13, a stage at its most urgent
-task's, never before a pending parent stage; 400: the paper's jobs of thousands of tasks are beyond
+plan holds the `plan_tasks` pending tasks of highest priority (Eqs. 12-13 over each job's unfinished
+stages, never a stage before a pending parent stage; 400: the paper's jobs of thousands of tasks are beyond
 any MILP); when fewer than half of them still wait, the next ones are list-scheduled in. Each host serves
 its queue in planned start order, a task once its parent stages are done; a host whose queue has nothing
 it can start takes the earliest planned task another host has not started (work conservation; the paper
@@ -51,7 +51,7 @@ from pydantic import Field
 from hybridbed.policies.planning import dsp as priorities_model
 from hybridbed.policies.planning.dsp_schedule import PlanHost, PlanTask, Schedule, plan
 from hybridbed.scheduler.cluster import ClusterState, HostState
-from hybridbed.scheduler.dag_paths import stage_critical_paths, stage_levels
+from hybridbed.scheduler.dag_paths import stage_critical_paths
 from hybridbed.scheduler.model import Job, Task, TaskState
 from hybridbed.scheduler.policy import Policy, PolicyParams, Preemption
 from hybridbed.scheduler.transfers import expected_duration_s
@@ -62,7 +62,6 @@ MIN_LEFT_S = 1e-3
 @dataclass(frozen=True)
 class JobInfo:
     deadline_s: float
-    levels: list[int]  # per stage
     ancestors: list[set[int]]  # per stage: the stages it depends on, directly or not
     production: bool  # Natjam's class: a deadline within production_slack x its critical path
 
@@ -179,7 +178,6 @@ class DspPolicy(Policy):
         graph.add_edges_from((p, i) for i, stage in enumerate(job.stages) for p in stage.parents)
         self._info[job.job_id] = JobInfo(
             deadline,
-            stage_levels(job),
             [nx.ancestors(graph, i) for i in graph],
             deadline - spec.arrival_s <= self.params.production_slack * path,
         )
