@@ -189,38 +189,38 @@ class DspPolicy(Policy):
         children, at most `plan_tasks`), each with the time its parents are expected to end, and the hosts'
         free capacity over time."""
         now = cluster.now
-        tasks, keyed = [], {}
+        limit = self.params.plan_tasks
+        tasks: list[PlanTask] = []
+        keyed: dict[str, Task] = {}
         pending_stages: dict[str, set[int]] = {}
         for job, stage in self._groups_by_priority(cluster):
-            info = self._info[job.job_id]
-            pending = [t for t in job.stages[stage].tasks if t.state is TaskState.PENDING]
+            if len(tasks) > limit:
+                break  # enough to know that some are left out
             groups = pending_stages.setdefault(job.job_id, {t.stage for t in job.tasks if t.state is TaskState.PENDING})
-            for task in pending:
-                parents = job.stages[task.stage].parents
-                ready = max(
-                    [now]
-                    + [
-                        self._expected_end(s, now)
-                        for p in parents
-                        for s in job.stages[p].tasks
-                        if s.state in (TaskState.RUNNING, TaskState.SUSPENDED)
-                    ]
-                )
-                tasks.append(
-                    PlanTask(
-                        task.task_id,
-                        job.job_id,
-                        f"{job.job_id}/{task.stage}",
-                        tuple(f"{job.job_id}/{p}" for p in parents if p in groups),
-                        expected_duration_s(task),
-                        task.demand.cores,
-                        ready,
-                        info.deadline_s,
+            parents = job.stages[stage].parents
+            running_parents = (
+                s for p in parents for s in job.stages[p].tasks if s.state in (TaskState.RUNNING, TaskState.SUSPENDED)
+            )
+            ready = max([now] + [self._expected_end(s, now) for s in running_parents])
+            group, after = f"{job.job_id}/{stage}", tuple(f"{job.job_id}/{p}" for p in parents if p in groups)
+            deadline = self._info[job.job_id].deadline_s
+            for task in job.stages[stage].tasks:
+                if task.state is TaskState.PENDING:
+                    tasks.append(
+                        PlanTask(
+                            task.task_id,
+                            job.job_id,
+                            group,
+                            after,
+                            expected_duration_s(task),
+                            task.demand.cores,
+                            ready,
+                            deadline,
+                        )
                     )
-                )
-                keyed[task.task_id] = task
-        self._beyond_plan = len(tasks) > self.params.plan_tasks
-        tasks = tasks[: self.params.plan_tasks]
+                    keyed[task.task_id] = task
+        self._beyond_plan = len(tasks) > limit
+        tasks = tasks[:limit]
         keyed = {t.key: keyed[t.key] for t in tasks}
         hosts = [
             PlanHost(

@@ -92,20 +92,24 @@ def list_schedule(tasks: list[PlanTask], hosts: list[PlanHost], now: float) -> d
     """Greedy: each task in the given (topological) order at the earliest time and host it fits, after the
     tasks of the groups it depends on."""
     timelines = [_host_timeline(h, now) for h in hosts]
+    large_enough: dict[float, list[int]] = {}  # cores -> the hosts that can hold such a task at all, in order
     group_end: dict[str, float] = {}
     starts = {}
     for task in tasks:
         ready = max([task.ready_s, now] + [group_end.get(g, now) for g in task.after])
+        demand = (task.cores, 1)
+        if task.cores not in large_enough:
+            large_enough[task.cores] = [i for i, t in enumerate(timelines) if t.fits(demand, None)]
         start, line = math.inf, 0
-        for i, timeline in enumerate(timelines):  # the earliest start, the first host on a tie
-            at = timeline.earliest_fit(task.duration_s, (task.cores, 1), ready, before=start)
+        for i in large_enough[task.cores]:  # the earliest start, the first host on a tie
+            at = timelines[i].earliest_fit(task.duration_s, demand, ready, before=start)
             if at < start:
                 start, line = at, i
                 if at <= ready:
                     break  # no host starts it sooner
         if math.isinf(start):
             raise ValueError(f"task {task.key} ({task.cores:g} cores) fits no host")
-        timelines[line].add(start, start + task.duration_s, (task.cores, 1))
+        timelines[line].add(start, start + task.duration_s, demand)
         starts[task.key] = (hosts[line].name, start)
         group_end[task.group] = max(group_end.get(task.group, now), start + task.duration_s)
     return starts
