@@ -192,17 +192,17 @@ class DspPolicy(Policy):
         limit = self.params.plan_tasks
         tasks: list[PlanTask] = []
         keyed: dict[str, Task] = {}
-        pending_stages: dict[str, set[int]] = {}
-        for job, stage in self._groups_by_priority(cluster):
+        for job, stage, pending_parents in self._groups_by_priority(cluster):
             if len(tasks) > limit:
                 break  # enough to know that some are left out
-            groups = pending_stages.setdefault(job.job_id, {t.stage for t in job.tasks if t.state is TaskState.PENDING})
-            parents = job.stages[stage].parents
             running_parents = (
-                s for p in parents for s in job.stages[p].tasks if s.state in (TaskState.RUNNING, TaskState.SUSPENDED)
+                s
+                for p in job.stages[stage].parents
+                for s in job.stages[p].tasks
+                if s.state in (TaskState.RUNNING, TaskState.SUSPENDED)
             )
             ready = max([now] + [self._expected_end(s, now) for s in running_parents])
-            group, after = f"{job.job_id}/{stage}", tuple(f"{job.job_id}/{p}" for p in parents if p in groups)
+            group, after = f"{job.job_id}/{stage}", tuple(f"{job.job_id}/{p}" for p in pending_parents)
             deadline = self._info[job.job_id].deadline_s
             for task in job.stages[stage].tasks:
                 if task.state is TaskState.PENDING:
@@ -234,11 +234,12 @@ class DspPolicy(Policy):
         ]
         return tasks, keyed, hosts
 
-    def _groups_by_priority(self, cluster: ClusterState) -> list[tuple[Job, int]]:
-        """The stages with pending tasks, in the order a plan lists them: highest priority first (Eqs.
-        12-13 over each job's DAG of unfinished stages, a stage at its tasks' mean remaining time and longest
-        wait: a plan orders stages, and the task-level DAG of every job took a second at 15K pending tasks),
-        never a stage before a pending parent stage (the list schedule places a stage after its parents)."""
+    def _groups_by_priority(self, cluster: ClusterState) -> list[tuple[Job, int, list[int]]]:
+        """The stages with pending tasks, each with its parent stages that have pending tasks too, in the
+        order a plan lists them: highest priority first (Eqs. 12-13 over each job's DAG of unfinished stages,
+        a stage at its tasks' mean remaining time and longest wait: a plan orders stages, and the task-level
+        DAG of every job took a second at 15K pending tasks), never a stage before a pending parent stage
+        (the list schedule places a stage after its parents)."""
         times = _Priorities(self, cluster)
         graph = nx.DiGraph()
         rank: dict[tuple[str, int], tuple] = {}
@@ -252,7 +253,10 @@ class DspPolicy(Policy):
                     ((job.job_id, p), (job.job_id, stage)) for p in job.stages[stage].parents if p in pending
                 )
         order = nx.lexicographical_topological_sort(graph, key=rank.__getitem__)
-        return [(cluster.jobs[job_id], stage) for job_id, stage in order]
+        return [
+            (cluster.jobs[job_id], stage, [p for _, p in graph.predecessors((job_id, stage))])
+            for job_id, stage in order
+        ]
 
     def _stage_priorities(self, job: Job, times: _Priorities) -> dict[int, float]:
         """Eqs. 12-13 over the job's unfinished stages."""
