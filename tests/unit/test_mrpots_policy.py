@@ -73,13 +73,20 @@ def test_fifo_lm_serves_one_job_at_a_time_and_one_task_per_host():
     assert core.schedule(2.0) == []
 
 
-def test_a_task_arriving_beside_another_shrinks_it_first_and_starts_at_its_fraction():
-    """The running task's share shrinks in the round's shares, before the new one starts (so it fits)."""
+def disk_task_then_cpu_task() -> tuple[SchedulerCore, HostState]:
+    """MR-POTS on one host: a disk-heavy task running alone, and at 1 s a job whose task needs 3 cores and
+    half the disk reads."""
     core, host = one_host(MrPotsPolicy())
     core.submit(job("disk", DISK_HEAVY, maps=1), 0.0)
     core.act(0.0)
     core.schedule(0.0)
     core.submit(job("cpu", Resources(3, 1000, disk_read_mbps=8), maps=1), 1.0)
+    return core, host
+
+
+def test_a_task_arriving_beside_another_shrinks_it_first_and_starts_at_its_fraction():
+    """The running task's share shrinks in the round's shares, before the new one starts (so it fits)."""
+    core, host = disk_task_then_cpu_task()
     actions = core.act(1.0)
     # MUA: reads 1/2 k_cpu + k_disk <= 1, cores 3/4 k_cpu + 1/4 k_disk <= 1; best k_cpu = 1, k_disk = 1/2
     assert [(a.task.job_id, a.action) for a in actions] == [("disk", "share")]
@@ -89,11 +96,7 @@ def test_a_task_arriving_beside_another_shrinks_it_first_and_starts_at_its_fract
 
 
 def test_a_task_ending_gives_its_share_back_at_the_next_round_and_an_unchanged_host_keeps_its_shares():
-    core, host = one_host(MrPotsPolicy())
-    core.submit(job("disk", DISK_HEAVY, maps=1), 0.0)
-    core.act(0.0)
-    core.schedule(0.0)
-    core.submit(job("cpu", Resources(3, 1000, disk_read_mbps=8), maps=1), 1.0)
+    core, _ = disk_task_then_cpu_task()
     core.act(1.0)
     (launch,) = core.schedule(1.0)
     assert core.act(1.5) == []  # the same two tasks: nothing to change
