@@ -347,6 +347,73 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0 if all(str(s) == "done" for s in table.status) else 1
 
 
+def _seeds(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return [int(seed) for seed in text.split(",")]
+    except ValueError:
+        raise SpecError(f"--seeds: comma-separated whole numbers (got {text!r})") from None
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from hybridbed.config.scenario import read_scenario
+    from hybridbed.experiments.sweep import plan_sweep, read_grid, run_sweep, validate_execution
+
+    grid = read_grid(Path(args.grid))
+    data = read_scenario(Path(args.scenario), {"backend": args.backend} if args.backend else {})
+    sweep = plan_sweep(data, grid, args.policies.split(",") if args.policies else None, _seeds(args.seeds))
+    if sweep.backend == "emulation" and os.geteuid() != 0:
+        raise NeedsRoot
+    workers = args.workers if args.workers is not None else 1 if sweep.backend == "emulation" else os.cpu_count() or 1
+    validate_execution(sweep, workers, args.dask)
+    out = Path(args.out) if args.out else Path("results") / f"{sweep.name}-sweep-{Path(args.grid).stem}"
+    where = f"Dask at {args.dask}" if args.dask else f"{workers} process(es)"
+    console.print(f"[bold]{sweep.name}[/bold]: {len(sweep.points)} runs ({sweep.backend}) on {where} -> {out}")
+    _terminate_on_sigterm()
+    with Progress(
+        TextColumn("runs"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[last]}"),
+        console=console,
+    ) as bar:
+        task = bar.add_task("runs", total=len(sweep.points), last="")
+
+        def tell(done: int, total: int, point) -> None:
+            bar.update(task, completed=done, last=f"last: {point.name}" if point else "")
+
+        try:
+            table = run_sweep(sweep, out, workers, args.dask, tell)
+        except KeyboardInterrupt:
+            console.print(f"[red]interrupted[/red]; finished runs are in {out}/sweep.csv; run again to resume")
+            return 130
+    if args.json:
+        print(table.to_json(orient="records", indent=2))
+    else:
+        _print_sweep(table, sweep.grid.fields, sweep.grid.plot[0])
+        console.print(f"table (sweep.csv, a row per run) and plots (sweep-<field>.png) in {out}")
+    return 0 if (table.status == "done").all() else 1
+
+
+def _print_sweep(table, fields: dict[str, list], measure: str) -> None:
+    """Per swept field, the measure's mean over seeds (and the other fields) by value and setup."""
+    swept = [f for f, values in fields.items() if len(values) > 1] or [None]
+    for field in swept:
+        rows = table.assign(_value=table[field].astype(str) if field else "all")
+        means = rows.pivot_table(index="_value", columns="setup", values=measure, aggfunc="mean", sort=False)
+        view = Table(title=f"{measure}, mean over seeds" + (f", by {field}" if field else ""))
+        view.add_column(field or "")
+        for setup in means.columns:
+            view.add_column(str(setup), justify="right")
+        for value, row in means.iterrows():
+            view.add_row(str(value), *(_fmt(v) for v in row))
+        console.print(view)
+
+
 def _bounds_line(bounds: dict[str, float]) -> str:
     """The workload's makespan lower bounds, the binding one first (hybridbed/workloads/bounds.py)."""
     ordered = sorted(bounds.items(), key=lambda item: -item[1])
@@ -477,6 +544,22 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--json", action="store_true", help="print one JSON object keyed by setup")
     compare.add_argument("--backend", choices=["emulation", "simulation"], help="override the scenario's backend")
     compare.set_defaults(func=cmd_compare)
+
+    sweep = sub.add_parser("sweep", help="run a scenario over a grid of field values, setups and seeds")
+    sweep.add_argument("scenario", help="scenario YAML file")
+    sweep.add_argument("--grid", required=True, help="grid YAML: fields (path -> values), setups, seeds, plot")
+    sweep.add_argument("--policies", help="comma-separated setups (default: the grid's, else the scenario's)")
+    sweep.add_argument("--seeds", help="comma-separated seeds (default: the grid's, else the scenario's seed)")
+    sweep.add_argument(
+        "--workers", type=int, help="simulated runs at once (default: one per CPU; an emulated sweep runs one)"
+    )
+    sweep.add_argument("--dask", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS (tcp://host:8786)")
+    sweep.add_argument(
+        "--out", help="sweep directory (default results/<scenario>-sweep-<grid>); an existing sweep resumes"
+    )
+    sweep.add_argument("--json", action="store_true", help="print the table as one JSON list")
+    sweep.add_argument("--backend", choices=["emulation", "simulation"], help="override the scenario's backend")
+    sweep.set_defaults(func=cmd_sweep)
 
     policies = sub.add_parser("policies", help="list the registered scheduling policies")
     policies.set_defaults(func=cmd_policies)

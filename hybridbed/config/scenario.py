@@ -334,14 +334,20 @@ def read_scenario(path: Path, overrides: dict | None = None) -> dict:
         workload["trace"] = str(here / trace)
     elif isinstance(trace, list):
         workload["trace"] = [str(here / t) if isinstance(t, str) else t for t in trace]
-    for key, value in (overrides or {}).items():  # "backend", "section.field" or "section.subsection.field"
+    apply_overrides(data, overrides or {})
+    return data
+
+
+def apply_overrides(data: dict, overrides: dict) -> None:
+    """Set fields named by path ("seed", "section.field", "section.subsection.field") in a scenario's fields,
+    creating missing sections; a malformed section (not a mapping) is left for validation to report."""
+    for key, value in overrides.items():
         *sections, field = key.split(".")
         target = data
         for name in sections:
             target = target.setdefault(name, {}) if isinstance(target, dict) else None
-        if isinstance(target, dict):  # else a section itself is malformed, which validation reports
+        if isinstance(target, dict):
             target[field] = value
-    return data
 
 
 def parse_scenario(data: dict) -> Scenario:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from hybridbed.config.scenario import F_EPS, Scenario
@@ -79,6 +80,38 @@ def _progress_of(setup: str, on_progress: Callable[[str, Progress], None] | None
     return lambda progress: on_progress(setup, progress)
 
 
+def result_row(setup: str, summary: dict) -> dict:
+    """A run's row of a comparison: its setup and summary.json's measures, the fidelity verdict flattened to its
+    verdict and reasons (the relative columns are added over the whole table by `add_relative_columns`)."""
+    fidelity = summary.get("fidelity") or {}
+    flat = {**summary, "fidelity": fidelity.get("verdict"), "fidelity_reasons": "; ".join(fidelity.get("reasons", []))}
+    return {"setup": setup, **{k: flat.get(k) for k in COLUMNS[1:] if k not in RELATIVE}}
+
+
+def add_relative_columns(table: pd.DataFrame, baseline: str, group: list[str] | None = None) -> pd.DataFrame:
+    """The table with makespan and median JCT over the baseline setup's, within each group of rows that share
+    the `group` columns (a sweep point's fields and seed; the whole table when None); empty where the group has
+    no baseline row or its measure is missing or zero."""
+    keys = group or []
+    measures = list(RELATIVE.values())
+    base = table.loc[table.setup == baseline, keys + measures].drop_duplicates(subset=keys or None)
+    base = base.rename(columns={m: f"{m}_of_baseline" for m in measures})
+    if keys:
+        joined = table.merge(base, on=keys, how="left")
+    else:
+        joined = table.assign(
+            **{f"{m}_of_baseline": base[f"{m}_of_baseline"].iloc[0] if len(base) else None for m in measures}
+        )
+    result = table.copy()
+    for column, measure in RELATIVE.items():
+        denominator = pd.to_numeric(joined[f"{measure}_of_baseline"], errors="coerce").to_numpy()
+        numerator = pd.to_numeric(table[measure], errors="coerce").to_numpy()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = numerator / denominator
+        result[column] = np.where(np.isfinite(ratio) & (denominator != 0), ratio, np.nan)
+    return result
+
+
 def compare(
     scenario: Scenario, setups: list[str], out_dir: Path, on_progress: Callable[[str, Progress], None] | None = None
 ) -> pd.DataFrame:
@@ -94,20 +127,10 @@ def compare(
             summary = run_backend(setup_scenario(scenario, setup), run_dir, _progress_of(setup, on_progress))
         except RunFailed as err:
             summary = {"status": f"failed: {err}"}
-        fidelity = summary.get("fidelity") or {}
-        summary = {
-            **summary,
-            "fidelity": fidelity.get("verdict"),
-            "fidelity_reasons": "; ".join(fidelity.get("reasons", [])),
-        }
-        rows.append({"setup": setup, **{k: summary.get(k) for k in COLUMNS[1:] if k not in RELATIVE}})
+        rows.append(result_row(setup, summary))
         if (run_dir / "jobs.csv").exists():
             jcts[setup] = pd.read_csv(run_dir / "jobs.csv")["jct_s"]
-    table = pd.DataFrame(rows)
-    for column, measure in RELATIVE.items():
-        base = table.loc[table.setup == scenario.compare_baseline, measure]
-        table[column] = table[measure] / base.iloc[0] if len(base) and base.iloc[0] else None
-    table = table[COLUMNS]
+    table = add_relative_columns(pd.DataFrame(rows), scenario.compare_baseline)[COLUMNS]
     table.to_csv(out_dir / "comparison.csv", index=False)
     write_comparison_table(table, scenario.compare_baseline, out_dir)
     plot_comparison(table, jcts, out_dir)
