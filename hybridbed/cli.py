@@ -14,7 +14,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from hybridbed.config.fabric import FabricSpec, OcsSpec
+from hybridbed.config.fabric import FabricSpec, OcsSpec, circuit_scheduler_problems
 from hybridbed.config.validation import SpecError, parse_spec
 
 console = Console(stderr=True)
@@ -96,6 +96,11 @@ def _ocs_arguments(parser: argparse.ArgumentParser) -> None:
         "--measured-demand", choices=["interval", "backlog"], help="a pair's last interval, or its bytes since idle"
     )
     group.add_argument("--elephant-threshold", type=float, help="bytes per interval below which demand is ignored")
+    group.add_argument(
+        "--circuit-scheduler",
+        choices=["edmonds", "greedy", "solstice", "rotor"],
+        help=f"periodic mode's circuit scheduler (default {OcsSpec.model_fields['scheduler'].default})",
+    )
 
 
 def _given(args: argparse.Namespace, mapping: dict[str, str]) -> dict:
@@ -140,6 +145,7 @@ def ocs_from_args(args: argparse.Namespace) -> OcsSpec:
                 "demand_source": "demand_source",
                 "measured_demand": "measured_demand",
                 "elephant_threshold": "elephant_threshold_bytes",
+                "circuit_scheduler": "scheduler",
             },
         ),
     )
@@ -158,6 +164,8 @@ def cmd_net(args: argparse.Namespace) -> int:
     from hybridbed.testbed.network import HybridNetwork
 
     fabric, ocs = fabric_from_args(args), ocs_from_args(args)
+    if problems := circuit_scheduler_problems(fabric, ocs):
+        raise SpecError("; ".join(problems))
     _terminate_on_sigterm()
     with console.status(f"bringing up {fabric.racks} racks x {fabric.hosts_per_rack} hosts ..."):
         net = HybridNetwork(fabric, ocs)

@@ -134,3 +134,21 @@ class OcsSpec(BaseModel):
     skip_unchanged: bool = Field(
         default=True, description="periodic mode: no reconfiguration when the matching is unchanged"
     )
+    scheduler: Literal["edmonds", "greedy", "solstice", "rotor"] = Field(
+        default="edmonds",
+        description=(
+            "periodic mode's circuit scheduler: edmonds (max-weight matching, JobPacker §5.1.2), greedy (heaviest"
+            " pair first), solstice (several matchings per interval, Solstice CoNEXT'15; one OCS port per ToR),"
+            " rotor (demand-oblivious round robin, RotorNet SIGCOMM'17)"
+        ),
+    )
+
+
+def circuit_scheduler_problems(fabric: FabricSpec, ocs: OcsSpec) -> list[str]:
+    """What the OCS settings ask of the fabric that it does not have."""
+    if ocs.scheduler == "solstice" and fabric.ocs_ports_per_tor != 1:
+        return [
+            f"ocs.scheduler solstice schedules one OCS port per ToR (fabric.ocs_ports_per_tor is "
+            f"{fabric.ocs_ports_per_tor})"
+        ]
+    return []

@@ -21,7 +21,7 @@ from hybridbed.config.constants import (
     REDUCE_RATE_BYTES_S,
     TASK_OVERHEAD_S,
 )
-from hybridbed.config.fabric import FabricSpec, OcsSpec
+from hybridbed.config.fabric import FabricSpec, OcsSpec, circuit_scheduler_problems
 from hybridbed.config.validation import SpecError, parse_spec
 
 F_EPS = "f-eps"  # the comparison setup: Fair on the EPS-only variant with uplinks at the OCS rate
@@ -257,6 +257,12 @@ class Scenario(_Strict):
     def _emulable(self) -> Scenario:
         if self.backend == "emulation" and (problems := self.fabric.emulation_limits()):
             raise ValueError("; ".join(f"fabric.{p}" for p in problems))
+        return self
+
+    @model_validator(mode="after")
+    def _scheduler_fits_the_ocs(self) -> Scenario:
+        if problems := circuit_scheduler_problems(self.fabric, self.ocs):
+            raise ValueError("; ".join(problems))
         return self
 
     @model_validator(mode="after")

@@ -238,12 +238,5 @@ class MeasuredDemand:
         return self.matrix
 
 
-def periodic_configuration(
-    demand: list[list[float]], threshold: float, ports_per_tor: int, current: Configuration
-) -> Configuration:
-    """What a periodic reconfiguration sets up: the max-weight matching of the elephant demand."""
-    return max_weight_configuration(elephant_demand(demand, threshold), ports_per_tor, current)
-
-
 def configuration_as_list(config: Configuration) -> list[dict[str, int]]:
     return [c.as_dict() for c in sorted(config)]

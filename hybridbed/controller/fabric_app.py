@@ -26,13 +26,13 @@ from os_ken.ofproto import ofproto_v1_3
 
 from hybridbed.config.addressing import OCS_DPID, FabricPlan
 from hybridbed.config.fabric import FabricSpec, OcsSpec
+from hybridbed.controller.circuit_schedulers import circuit_scheduler
 from hybridbed.controller.circuits import (
     Configuration,
     MeasuredDemand,
     combined_demand,
     configuration_as_list,
     parse_configuration,
-    periodic_configuration,
     steering_changes,
 )
 from hybridbed.controller.events import OcsEvent, read_event_log
@@ -98,6 +98,7 @@ class HybridFabricController(app_manager.OSKenApp):
                 len(self.circuits),
             )
         self.skipped_reconfigurations = 0
+        self.circuit_scheduler = circuit_scheduler(self.fabric, self.ocs)
         racks = self.fabric.racks
         self.demand_hints = [[0.0] * racks for _ in range(racks)]
         self._measured = MeasuredDemand(racks, self.ocs.measured_demand)
@@ -275,24 +276,29 @@ class HybridFabricController(app_manager.OSKenApp):
         self.measured_demand = self._measured.update(measured)
 
     def _periodic_loop(self) -> None:
+        """Every interval: sample the demand, let the circuit scheduler plan the interval, and set up each of its
+        slots at its offset (a slot due after the interval's end is dropped for the next interval's plan)."""
         interval = self.ocs.reconfig_interval_s
         next_tick = time.monotonic() + interval
         while True:
             hub.sleep(max(0.0, next_tick - time.monotonic()))
-            next_tick += interval
+            started, next_tick = next_tick, next_tick + interval
             if not self.ready:
                 continue
             try:
                 sampled = time.time()  # the control lag counts from the demand sample
                 if self.ocs.demand_source in ("measured", "both"):
                     self._measure_demand()
-                target = periodic_configuration(
-                    self.demand(), self.ocs.elephant_threshold_bytes, self.plan.ocs_ports_per_tor, self.circuits
-                )
-                if target == self.circuits and self.ocs.skip_unchanged:
-                    self.skipped_reconfigurations += 1
-                    continue
-                self.reconfigure(target, reason="periodic", requested=sampled)
+                for slot in self.circuit_scheduler.schedule(self.demand(), self.circuits):
+                    if slot.offset_s > 0:
+                        if started + slot.offset_s >= next_tick:
+                            break
+                        hub.sleep(max(0.0, started + slot.offset_s - time.monotonic()))
+                    if slot.configuration == self.circuits and self.ocs.skip_unchanged:
+                        self.skipped_reconfigurations += 1
+                        continue
+                    # a later slot is asked for at its offset: the control lag counts from then
+                    self.reconfigure(slot.configuration, reason="periodic", requested=sampled + slot.offset_s)
             except Exception:
                 self.logger.exception("periodic reconfiguration failed; retrying next interval")
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from hybridbed.config.addressing import FabricPlan
 from hybridbed.config.scenario import Scenario
-from hybridbed.controller.circuits import MeasuredDemand, combined_demand
+from hybridbed.controller.circuits import Configuration, MeasuredDemand, combined_demand
 from hybridbed.results.path_accounting import path_by_ocs_share
 from hybridbed.results.progress import Progress
 from hybridbed.results.records import (
@@ -114,7 +114,8 @@ class Simulation:
             (port, *self.links.core_positions(port.rack, port.ocs_port)) for port in plan.tor_core_ports()
         ]
         self.task_cap_mbps = workers.task_rate_cap_mbps
-        self.ocs = SimulatedOcs(fabric.racks, self.links.ports, scenario.scaled_ocs())
+        self.ocs = SimulatedOcs(fabric, scenario.scaled_ocs())
+        self._ocs_round = 0  # the interval whose slots are due; a later interval's schedule replaces them
         self.steering = scenario.ocs.steering  # in `marked` mode task traffic is unmarked
         self._measured = MeasuredDemand(fabric.racks, scenario.ocs.measured_demand)
         self.now = 0.0
@@ -202,6 +203,8 @@ class Simulation:
             self._at(self.now + self.scenario.workers.heartbeat_s, "heartbeat", None)
         elif kind == "ocs_tick":
             self._ocs_tick(payload)
+        elif kind == "ocs_slot":
+            self._ocs_slot(*payload)
         elif kind == "ocs_lit":
             for a, b in self.ocs.light():
                 self._reroute(a, b)
@@ -463,7 +466,8 @@ class Simulation:
 
     # the OCS --------------------------------------------------------------------------------------
     def _ocs_tick(self, due: float) -> None:
-        """A periodic reconfiguration (deferred while the previous one is still under way)."""
+        """A periodic reconfiguration (deferred while the previous one is still under way): the interval's
+        schedule from the demand now, its first slot set up at once and the others at their offsets."""
         if self.now < self.ocs.busy_until:
             self._at(self.ocs.busy_until, "ocs_tick", due)
             return
@@ -471,14 +475,30 @@ class Simulation:
         hints = self.policy.ocs_demand(self.cluster) or [[0.0] * racks for _ in range(racks)]
         measured = self._measured.update(self.flows.take_pair_bytes())
         demand = combined_demand(hints, measured, self.scenario.ocs.demand_source)
-        left, lit_at = self.ocs.reconfigure(self.now, demand)
+        first, *later = self.ocs.schedule(demand)
+        self._ocs_round += 1
+        self._set_circuits(first.configuration)
+        for slot in later:
+            self._at(self.now + slot.offset_s, "ocs_slot", (self._ocs_round, slot.configuration))
+        interval = self.scenario.ocs.reconfig_interval_s
+        self._at(max(due + interval, self.now + FINISH_TOLERANCE_S), "ocs_tick", due + interval)
+
+    def _ocs_slot(self, round_: int, configuration: Configuration) -> None:
+        """A later slot of an interval's schedule (none once the next interval's schedule has been made)."""
+        if round_ != self._ocs_round:
+            return
+        if self.now < self.ocs.busy_until:
+            self._at(self.ocs.busy_until, "ocs_slot", (round_, configuration))
+            return
+        self._set_circuits(configuration)
+
+    def _set_circuits(self, configuration: Configuration) -> None:
+        left, lit_at = self.ocs.reconfigure(self.now, configuration)
         for a, b in left:
             self._reroute(a, b)
         if lit_at is not None:
             self.logs.ocs_events.write(self.ocs.events[-1].csv_row())
             self._at(lit_at, "ocs_lit", None)
-        interval = self.scenario.ocs.reconfig_interval_s
-        self._at(max(due + interval, self.now + FINISH_TOLERANCE_S), "ocs_tick", due + interval)
 
     def _reroute(self, a: int, b: int) -> None:
         self.flows.reroute(a, b, self.ocs.lit.get((a, b)))

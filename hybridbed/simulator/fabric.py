@@ -20,11 +20,11 @@ from __future__ import annotations
 import numpy as np
 
 from hybridbed.config.fabric import FabricSpec, OcsSpec
+from hybridbed.controller.circuit_schedulers import Slot, circuit_scheduler
 from hybridbed.controller.circuits import (
     Circuit,
     Configuration,
     configuration_as_list,
-    periodic_configuration,
     steering_changes,
 )
 from hybridbed.controller.events import OcsEvent
@@ -121,26 +121,30 @@ class FabricLinks:
 class SimulatedOcs:
     """The controller's periodic reconfiguration as the flow model replays it.
 
-    At a tick the circuits become the max-weight matching of the elephant demand, as in the controller.
-    Rack pairs leaving a circuit go back to the EPS at once; new circuits carry traffic after the
-    reconfiguration delay (while dark, their pairs use the EPS); unchanged circuits carry on. Every
-    reconfiguration is recorded as the controller records it (times in simulated seconds).
+    At a tick the scenario's circuit scheduler (`controller/circuit_schedulers.py`, as in the controller) turns
+    the demand into the interval's slots; each slot's configuration is set up at its offset. Rack pairs leaving
+    a circuit go back to the EPS at once; new circuits carry traffic after the reconfiguration delay (while
+    dark, their pairs use the EPS); unchanged circuits carry on. Every reconfiguration is recorded as the
+    controller records it (times in simulated seconds).
     """
 
-    def __init__(self, racks: int, ports_per_tor: int, spec: OcsSpec):
-        self.racks = racks
-        self.ports_per_tor = ports_per_tor
+    def __init__(self, fabric: FabricSpec, spec: OcsSpec):
+        self.racks = fabric.racks
         self.spec = spec
+        self.scheduler = circuit_scheduler(fabric, spec)
         self.circuits: Configuration = frozenset()
         self.lit: dict[tuple[int, int], Circuit] = {}  # rack pairs whose traffic rides a circuit now
         self.busy_until = 0.0  # a reconfiguration under way ends here
         self.events: list[OcsEvent] = []
         self._lighting: dict[tuple[int, int], Circuit] = {}
 
-    def reconfigure(self, now: float, demand: list[list[float]]) -> tuple[list[tuple[int, int]], float | None]:
-        """Match on `demand`. Returns the pairs that left their circuit now, and when the new circuits
-        light (None: nothing changed)."""
-        target = periodic_configuration(demand, self.spec.elephant_threshold_bytes, self.ports_per_tor, self.circuits)
+    def schedule(self, demand: list[list[float]]) -> list[Slot]:
+        """The interval's slots for this demand, in time order."""
+        return self.scheduler.schedule(demand, self.circuits)
+
+    def reconfigure(self, now: float, target: Configuration) -> tuple[list[tuple[int, int]], float | None]:
+        """Set up `target`. Returns the pairs that left their circuit now, and when the new circuits light
+        (None: nothing changed)."""
         removed, added = self.circuits - target, target - self.circuits
         if not removed and not added:
             return [], None

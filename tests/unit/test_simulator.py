@@ -25,10 +25,16 @@ REPO = Path(__file__).resolve().parents[2]
 MB = 1e6 / 8  # bytes per second in one Mb/s
 
 
+def match_on(ocs: SimulatedOcs, now: float, demand: list[list[float]]) -> tuple[list[tuple[int, int]], float | None]:
+    """One periodic reconfiguration: the scheduler's configuration for this demand, set up now."""
+    (slot,) = ocs.schedule(demand)
+    return ocs.reconfigure(now, slot.configuration)
+
+
 def two_rack_network(delay_ms: float) -> tuple[FlowTable, SimulatedOcs, Flow]:
     fabric = FabricSpec(racks=2, hosts_per_rack=1, host_rate_mbps=100, eps_rate_mbps=10, ocs_rate_mbps=50)
     links = FabricLinks(fabric, {"r0h0": 0, "r1h0": 1})
-    ocs = SimulatedOcs(2, 1, OcsSpec(mode="periodic", reconfig_delay_ms=delay_ms, elephant_threshold_bytes=1000))
+    ocs = SimulatedOcs(fabric, OcsSpec(mode="periodic", reconfig_delay_ms=delay_ms, elephant_threshold_bytes=1000))
     table = FlowTable(links)
     task = build_job(JobSpec("j", 0, 1, 0, 0, 1, 0, 1, 1), Resources()).maps[0]
     flow = Flow("input", task, 0, None, "r0h0", "r1h0", int(100 * MB), 0.0)
@@ -41,7 +47,7 @@ def test_a_flow_between_racks_takes_the_eps_until_its_circuit_is_lit_after_exact
     table, ocs, flow = two_rack_network(delay_ms=250)
     assert table.rate[0] == pytest.approx(10 * MB)  # the EPS uplink is the bottleneck
     table.advance(1.0)
-    left, lit_at = ocs.reconfigure(1.0, [[0, 5000], [0, 0]])
+    left, lit_at = match_on(ocs, 1.0, [[0, 5000], [0, 0]])
     assert left == [] and lit_at == pytest.approx(1.25)
     table.settle()
     assert table.rate[0] == pytest.approx(10 * MB)  # dark: still on the EPS
@@ -62,10 +68,10 @@ def test_a_flow_between_racks_takes_the_eps_until_its_circuit_is_lit_after_exact
 
 def test_demand_below_the_threshold_lights_nothing_and_a_removed_circuit_sends_its_pair_back_at_once():
     table, ocs, _ = two_rack_network(delay_ms=10)
-    assert ocs.reconfigure(1.0, [[0, 999], [0, 0]]) == ([], None)
-    ocs.reconfigure(2.0, [[0, 5000], [0, 0]])
+    assert match_on(ocs, 1.0, [[0, 999], [0, 0]]) == ([], None)
+    match_on(ocs, 2.0, [[0, 5000], [0, 0]])
     ocs.light()
-    left, lit_at = ocs.reconfigure(3.0, [[0, 0], [0, 0]])
+    left, lit_at = match_on(ocs, 3.0, [[0, 0], [0, 0]])
     assert left == [(0, 1)] and lit_at == 3.0 and not ocs.lit
 
 
