@@ -57,7 +57,8 @@ def plot_sweep(table: pd.DataFrame, fields: dict[str, list], measures: list[str]
                     .agg(["mean", "min", "max"])
                     .sort_index()
                 )
-                ax.plot(stats.index, stats["mean"], marker="o", label=name)
+                # a line only between numbers: categories have no order to join them by
+                ax.plot(stats.index, stats["mean"], marker="o", linestyle="-" if numeric else "none", label=name)
                 if lines["seed"].nunique() > 1:
                     ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.2)
             ax.set_ylabel(LABELS.get(measure, measure))

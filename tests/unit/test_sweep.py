@@ -156,3 +156,13 @@ def test_the_command_prints_the_table_as_json_and_resumes_from_its_directory(tmp
     shutil.rmtree(tmp_path / "out" / "runs" / rows[1]["point"])
     assert main([*args, "--out", str(tmp_path / "out"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == rows
+
+
+@pytest.mark.parametrize("grid", sorted((QUICKSTART.parents[1] / "sweeps").glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_shipped_grid_plans_against_the_scenario_its_command_names(grid):
+    commands = [line for line in grid.read_text().splitlines() if "hybridbed sweep" in line]
+    assert len(commands) == 1, "a grid says how to run it"
+    _, _, scenario, flag, named_grid = commands[0].split("#", 1)[1].split()
+    assert flag == "--grid" and named_grid == f"sweeps/{grid.name}"
+    sweep = plan_sweep(read_scenario(QUICKSTART.parents[1] / scenario), read_grid(grid), None, None)
+    assert len(sweep.points) >= 4
