@@ -27,6 +27,7 @@ ALLOWED: dict[str, set[str]] = {
         "workloads",
         "results",
         "controller.circuits",
+        "controller.circuit_schedulers",
         "controller.events",
         "workers.shuffle",
         "workers.host_share",
