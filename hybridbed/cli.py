@@ -10,12 +10,16 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from hybridbed.config.fabric import FabricSpec, OcsSpec, circuit_scheduler_problems
 from hybridbed.config.validation import SpecError, parse_spec
+
+if TYPE_CHECKING:  # pandas loads only for the commands that use it
+    import pandas as pd
 
 console = Console(stderr=True)
 
@@ -368,7 +372,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hybridbed.config.scenario import read_scenario
-    from hybridbed.experiments.sweep import plan_sweep, read_grid, run_sweep, validate_execution
+    from hybridbed.experiments.sweep import SweepPoint, plan_sweep, read_grid, run_sweep, validate_execution
 
     grid = read_grid(Path(args.grid))
     data = read_scenario(Path(args.scenario), {"backend": args.backend} if args.backend else {})
@@ -391,7 +395,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     ) as bar:
         task = bar.add_task("runs", total=len(sweep.points), last="")
 
-        def tell(done: int, total: int, point) -> None:
+        def tell(done: int, total: int, point: SweepPoint | None) -> None:
             bar.update(task, completed=done, last=f"last: {point.name}" if point else "")
 
         try:
@@ -407,7 +411,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0 if (table.status == "done").all() else 1
 
 
-def _print_sweep(table, fields: dict[str, list], measure: str) -> None:
+def _print_sweep(table: pd.DataFrame, fields: dict[str, list], measure: str) -> None:
     """Per swept field, the measure's mean over seeds (and the other fields) by value and setup."""
     swept = [f for f, values in fields.items() if len(values) > 1] or [None]
     for field in swept:

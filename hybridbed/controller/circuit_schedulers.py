@@ -22,8 +22,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.controller.circuits import Configuration, assign_ports, elephant_demand, max_weight_configuration
@@ -36,7 +37,8 @@ SOLSTICE_MIN_DAY_OVER_DELAY = 9.0
 # Solstice's thresholds start at the smallest power-of-two multiple of the shortest day that reaches a quarter
 # of the interval (its decomposition's starting threshold).
 SOLSTICE_FIRST_THRESHOLD_SHARE = 0.25
-# Without a reconfiguration delay, the shortest day is this share of the interval.
+# Without a reconfiguration delay (which Solstice never assumes) the shortest day is this share of the interval:
+# hybridbed's choice, so that slicing still ends.
 SOLSTICE_MIN_DAY_SHARE = 0.01
 
 
@@ -159,8 +161,9 @@ def solstice_days(seconds: np.ndarray, interval_s: float, delay_s: float) -> lis
     `seconds[a, b]` is the circuit time the pair's demand needs. Steps (Solstice, CoNEXT'15):
     norm down (each sender's and receiver's total capped to the interval, max-min fairly), trim entries shorter
     than the shortest day (the EPS carries them), stuff into a doubly stochastic matrix (real entries first),
-    slice perfect matchings at thresholds halving from the first one, each slice as long as its smallest entry,
-    and fit the slices into the interval (drop the shortest while they do not fit, then share the slack out).
+    slice perfect matchings at thresholds halving from the first one, each slice as long as its smallest entry
+    and lighting its whole matching (but a rack's pair with itself), and fit the slices into the interval (drop
+    the shortest while they do not fit, then share the slack out). A slice of stuffing alone is left out.
     """
     min_day = max(SOLSTICE_MIN_DAY_OVER_DELAY * delay_s, 2 * delay_s) or SOLSTICE_MIN_DAY_SHARE * interval_s
     if min_day + delay_s > interval_s:
@@ -180,9 +183,9 @@ def solstice_days(seconds: np.ndarray, interval_s: float, delay_s: float) -> lis
             for a, b in matching:
                 left[a, b] -= length
             left[left < 1e-12] = 0.0
-            real = [(a, b) for a, b in matching if target[a, b] > 0]
-            if real:
-                days.append((real, length + delay_s))
+            if any(target[a, b] > 0 for a, b in matching):  # a day of stuffing alone would serve nothing
+                # the switch holds the whole matching: pairs lit for stuffing carry what demand they have
+                days.append(([(a, b) for a, b in matching if a != b], length + delay_s))
         threshold /= 2
     return fit_days(days, interval_s, min_day + delay_s)
 
@@ -225,15 +228,12 @@ def stuff(target: np.ndarray) -> np.ndarray:
 
 
 def perfect_matching(allowed: np.ndarray) -> list[tuple[int, int]] | None:
-    """A perfect matching of senders to receivers over the allowed entries (Hopcroft-Karp), or None."""
-    n = allowed.shape[0]
-    graph = nx.Graph()
-    graph.add_nodes_from((("out", a) for a in range(n)), bipartite=0)
-    graph.add_nodes_from((("in", b) for b in range(n)), bipartite=1)
-    graph.add_edges_from((("out", int(a)), ("in", int(b))) for a, b in zip(*np.nonzero(allowed)))
-    matching = nx.bipartite.hopcroft_karp_matching(graph, top_nodes=[("out", a) for a in range(n)])
-    pairs = [(a, matching[("out", a)][1]) for a in range(n) if ("out", a) in matching]
-    return pairs if len(pairs) == n else None
+    """A perfect matching of senders to receivers over the allowed entries (Hopcroft-Karp, scipy; the same
+    matching in every process, which a matching over hashed node names would not give), or None."""
+    receivers = maximum_bipartite_matching(csr_matrix(allowed.astype(np.int8)), perm_type="column")
+    if (receivers < 0).any():
+        return None
+    return [(a, int(b)) for a, b in enumerate(receivers)]
 
 
 def fit_days(
