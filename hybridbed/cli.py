@@ -462,7 +462,7 @@ def cmd_results(args: argparse.Namespace) -> int:
         print(json.dumps([e.as_dict() for e in entries], indent=2))
         return 0
     if not entries:
-        console.print(f"no runs or comparisons under {args.dir}")
+        console.print(f"no runs, comparisons or sweeps under {args.dir}")
         return 0
     table = Table(title=f"results under {args.dir}, newest first", box=None, padding=(0, 1), title_justify="left")
     for column in ("finished", "scenario", "backend", "makespan s per setup (fidelity)", "status", "path"):
@@ -576,7 +576,7 @@ def build_parser() -> argparse.ArgumentParser:
     policies = sub.add_parser("policies", help="list the registered scheduling policies")
     policies.set_defaults(func=cmd_policies)
 
-    results = sub.add_parser("results", help="list past runs and comparisons, newest first")
+    results = sub.add_parser("results", help="list past runs, comparisons and sweeps, newest first")
     results.add_argument("dir", nargs="?", default="results", help="where to look (default: results)")
     results.add_argument("--json", action="store_true", help="print one JSON list")
     results.set_defaults(func=cmd_results)

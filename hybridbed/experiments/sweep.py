@@ -189,7 +189,12 @@ def _set_aside(run_dir: Path, out_dir: Path) -> None:
 
 def _begin(sweep: Sweep, out_dir: Path) -> None:
     """Create out_dir with sweep.json, or check that an existing one holds a sweep of the same scenario."""
-    record = {"scenario": sweep.scenario_data, "grid": sweep.grid.model_dump()}
+    record = {
+        "scenario": sweep.scenario_data,
+        "grid": sweep.grid.model_dump(),
+        "backend": sweep.backend,
+        "points": len(sweep.points),
+    }
     marker = out_dir / SWEEP_FILE
     if marker.is_file():
         earlier = json.loads(marker.read_text())

@@ -44,3 +44,27 @@ def test_runs_and_comparisons_are_listed_newest_first(tmp_path, capsys):
     assert find_results(tmp_path / "nowhere") == []
     assert main(["results", str(tmp_path), "--json"]) == 0
     assert [e["kind"] for e in json.loads(capsys.readouterr().out)] == ["comparison", "run"]
+
+
+def test_a_sweep_is_one_entry_with_its_runs_and_says_how_many_are_done(tmp_path):
+    sweep = tmp_path / "quick-sweep"
+    write_run(sweep / "runs" / "fair-seed1-a", "fair", 50.0)
+    write_run(sweep / "runs" / "fair-seed1-b", "fair", 70.0)
+    write_run(sweep / "incomplete" / "jobpacker-seed1-a-1", "jobpacker", None, status="interrupted")
+    record = {"scenario": {"name": "quick"}, "grid": {}, "backend": "simulation", "points": 4}
+    (sweep / "sweep.json").write_text(json.dumps(record))
+    pd.DataFrame(
+        {
+            "point": ["fair-seed1-a", "fair-seed1-b"],
+            "setup": ["fair", "fair"],
+            "status": ["done", "done"],
+            "makespan_s": [50.0, 70.0],
+        }
+    ).to_csv(sweep / "sweep.csv", index=False)
+    write_run(tmp_path / "lone-run", "fair", 60.0, mtime=1_000)
+    entries = find_results(tmp_path)
+    assert [(e.kind, e.path) for e in entries] == [("sweep", str(sweep)), ("run", str(tmp_path / "lone-run"))]
+    assert entries[0].status == "2 of 4 runs done" and entries[0].makespans_s == {"fair": 60.0}
+    record["points"] = 2
+    (sweep / "sweep.json").write_text(json.dumps(record))
+    assert find_results(tmp_path)[0].status == "done"
