@@ -321,18 +321,25 @@ def _unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict:
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
 
 
+def read_yaml_mapping(path: Path, kind: str) -> dict:
+    """A YAML file's top-level mapping (a scenario, a sweep's grid), refusing a key given twice; a file that is
+    missing, not YAML or not a mapping is a SpecError naming the path and what the file should be."""
+    try:
+        data = yaml.load(Path(path).read_text(), Loader=_UniqueKeyLoader)
+    except FileNotFoundError:
+        raise SpecError(f"{kind} file {path} does not exist") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise SpecError(f"{path} is not valid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: a {kind} is a mapping of fields, got {type(data).__name__}")
+    return data
+
+
 def read_scenario(path: Path, overrides: dict | None = None) -> dict:
     """A scenario file's fields, with trace paths made relative to the file and `overrides` ("backend" or
     "section.field") applied; a file that is missing, not YAML, not a mapping or with a key given twice is a
     SpecError. Fields of the wrong type are left for `parse_scenario` to report."""
-    try:
-        data = yaml.load(Path(path).read_text(), Loader=_UniqueKeyLoader)
-    except FileNotFoundError:
-        raise SpecError(f"scenario file {path} does not exist") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise SpecError(f"{path} is not valid YAML: {err}") from None
-    if not isinstance(data, dict):
-        raise SpecError(f"{path}: a scenario is a mapping of fields, got {type(data).__name__}")
+    data = read_yaml_mapping(path, "scenario")
     workload = data.get("workload")
     trace = workload.get("trace") if isinstance(workload, dict) else None
     here = Path(path).resolve().parent

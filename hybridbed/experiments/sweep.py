@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from hybridbed.config.scenario import Scenario, apply_overrides
+from hybridbed.config.scenario import Scenario, apply_overrides, read_yaml_mapping
 from hybridbed.config.validation import SpecError, parse_spec
 from hybridbed.experiments.backends import run_backend
 from hybridbed.experiments.comparison import COLUMNS, add_relative_columns, default_setups, result_row, setup_scenario
@@ -113,15 +112,7 @@ class Sweep:
 
 def read_grid(path: Path) -> SweepGrid:
     """A grid file, validated; every problem is a SpecError naming the file and the field."""
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise SpecError(f"--grid: {path} does not exist") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise SpecError(f"--grid: {path} is not valid YAML: {err}") from None
-    if not isinstance(data, dict):
-        raise SpecError(f"--grid: {path} must be a mapping with fields:, setups:, seeds:, plot:")
-    return parse_spec(SweepGrid, data, prefix=str(path))
+    return parse_spec(SweepGrid, read_yaml_mapping(path, "grid"), prefix=str(path))
 
 
 def point_scenario(scenario_data: dict, point: SweepPoint) -> Scenario:
