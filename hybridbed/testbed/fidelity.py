@@ -45,16 +45,17 @@ class FidelityReport:
         return asdict(self)
 
 
-def _ring(fabric: FabricSpec) -> list[dict]:
+def ring_circuits(fabric: FabricSpec) -> list[dict]:
+    """One circuit from every rack to the next: every OCS port sends and receives."""
     return [{"src_rack": r, "dst_rack": (r + 1) % fabric.racks} for r in range(fabric.racks)]
 
 
-def _all_to_all_pairs(fabric: FabricSpec) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+def next_rack_pairs(fabric: FabricSpec) -> list[tuple[tuple[int, int], tuple[int, int]]]:
     """Every host sends to the same-index host of the next rack: each uplink carries H flows each way."""
     return [((r, h), ((r + 1) % fabric.racks, h)) for r in range(fabric.racks) for h in range(fabric.hosts_per_rack)]
 
 
-def _aggregate_ratio(results: list[probes.GoodputResult], per_flow_mbps: float) -> float:
+def aggregate_ratio(results: list[probes.GoodputResult], per_flow_mbps: float) -> float:
     return sum(r.mbps for r in results) / (per_flow_mbps * len(results))
 
 
@@ -90,11 +91,11 @@ def run_check(fabric: FabricSpec, reconfig_delay_ms: float = 50.0, seconds: floa
         eps = probes.goodput(net, [single], seconds)[0]
         eps_expected = min(fabric.host_rate_mbps, fabric.eps_uplink_mbps)
 
-        pairs = _all_to_all_pairs(fabric)
+        pairs = next_rack_pairs(fabric)
         psutil.cpu_percent(interval=None)
         a2a_eps = probes.goodput(net, pairs, seconds)
         idle_eps = 100.0 - psutil.cpu_percent(interval=None)
-        a2a_eps_ratio = _aggregate_ratio(
+        a2a_eps_ratio = aggregate_ratio(
             a2a_eps, min(fabric.host_rate_mbps, fabric.eps_uplink_mbps / fabric.hosts_per_rack)
         )
 
@@ -106,12 +107,12 @@ def run_check(fabric: FabricSpec, reconfig_delay_ms: float = 50.0, seconds: floa
             net.controller.set_circuits([{"src_rack": 0, "dst_rack": 1}])
             ocs_flow = probes.goodput(net, [single], seconds)[0]
             ocs_ratio = ocs_flow.mbps / min(fabric.host_rate_mbps, fabric.ocs_rate_mbps)
-            net.controller.set_circuits(_ring(fabric))
+            net.controller.set_circuits(ring_circuits(fabric))
             psutil.cpu_percent(interval=None)
             a2a_ocs = probes.goodput(net, pairs, seconds)
             idle = min(idle, 100.0 - psutil.cpu_percent(interval=None))
             per_flow = min(fabric.host_rate_mbps, fabric.ocs_rate_mbps / fabric.hosts_per_rack)
-            a2a_ocs_ratio = _aggregate_ratio(a2a_ocs, per_flow)
+            a2a_ocs_ratio = aggregate_ratio(a2a_ocs, per_flow)
             net.controller.set_circuits([])
             steering_ok = check_steering(net)
             gaps_s = [probes.reconfiguration_gap(net)[0] for _ in range(RECONFIG_SAMPLES)]
