@@ -66,20 +66,20 @@ def measure(
         core.submit(build_job(spec, CONTAINER), 0.0)
     names = list(hosts)
     for host in hosts.values():  # every host busy, so a heartbeat is one host asking
-        host.slots = 0
+        host.resize(0)
     costs = []
     rng = random.Random(2)
     for i in range(heartbeats):
         now = i * HEARTBEAT_S / len(hosts)
         host = hosts[rng.choice(names)]
-        host.slots = len(host.running) + 1
+        host.resize(len(host.running) + 1)
         start = time.perf_counter()
         core.act(now)
-        launches = core.schedule(now)
+        launches = core.schedule(now, [host.name])  # the host whose heartbeat this is, as the simulator asks
         costs.append((time.perf_counter() - start) * 1000)
         for launch in launches:  # hand the task back at once, so the pending count stays the same
             core.task_failed(launch.task.task_id, launch.task.attempt, now)
-        host.slots = len(host.running)
+        host.resize(len(host.running))
     policy.plan_solver.close()
     costs.sort()
     return statistics.median(costs), costs[int(len(costs) * 0.99)], costs[-1], planning_s

@@ -281,40 +281,43 @@ class DagpsPolicy(Policy):
         overbooking, relative = self.params.overbooking, self.params.pri_score == "relative"
         found = []
         for job in cluster.launchable.values():
-            runnable = cluster.runnable_stages(job)
-            offered = []  # (stage, overbooks)
-            for s in runnable:
-                demand = cluster.placed_stage_demand(job, s, host)
-                if scores.of(demand) is not None:
-                    offered.append((s, False))
-                elif overbooking and demand.allocatable_in(host.free):
-                    offered.append((s, True))
+            stage_offers = cluster.stage_offers(job)
+            offered = []  # (stage, demand as placed here, its packing score; None: it overbooks)
+            for offer in stage_offers:
+                demand, _ = offer.placed(host.name)
+                fit = scores.of(demand)
+                if fit is not None or (overbooking and demand.allocatable_in(host.free)):
+                    offered.append((offer.stage, demand, fit))
             if not offered:
                 continue
             pri, waiting = self._pri.get(job.job_id, UNPLANNED), cluster.pending[job.job_id].stages
-            offers = [(*cluster.best_in_stage(job, s, host), overbooks) for s, overbooks in offered]
+            # the task best_in_stage gives is the one the stage's offer placed its demand for
+            offers = [(*cluster.best_in_stage(job, s, host), demand, fit) for s, demand, fit in offered]
             first = 1.0
             if relative:
                 # the job's next task in its schedule: over the offers, and the first task of each stage
                 # not offered here (not worth finding its best located task)
-                stages_offered = {s for s, _ in offered}
+                stages_offered = {s for s, _, _ in offered}
                 first = max(
-                    [pri[(t.stage, t.index)] for t, _, _ in offers]
-                    + [pri[(s, waiting[s].first().index)] for s in runnable if s not in stages_offered]
+                    [pri[(t.stage, t.index)] for t, _, _, _ in offers]
+                    + [
+                        pri[(o.stage, waiting[o.stage].first().index)]
+                        for o in stage_offers
+                        if o.stage not in stages_offered
+                    ]
                 )
             srpt = self._work.of(job.job_id, cluster.pending[job.job_id], host.capacity)
-            for task, remote, overbooks in offers:
+            for task, remote, placed, fit in offers:
                 if remote and not cluster.source_has_room(task, host):
                     continue
-                placed = cluster.placed_task_demand(task, host.name)
-                if overbooks:
+                if fit is None:
                     score = overbooking_gain(placed, host)
                     if score <= 0:
                         continue
                 else:
-                    score = scores.of(placed) * (1 - self.params.remote_penalty if remote else 1.0)
+                    score = fit * (1 - self.params.remote_penalty if remote else 1.0)
                 found.append(
-                    Candidate(task, job.spec.queue, pri[(task.stage, task.index)] / first * score, srpt, overbooks)
+                    Candidate(task, job.spec.queue, pri[(task.stage, task.index)] / first * score, srpt, fit is None)
                 )
         return found
 

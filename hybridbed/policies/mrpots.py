@@ -71,6 +71,7 @@ class HostPoolPolicy(Policy):
         self._fraction: dict[str, float] = {}  # running task -> its fraction of its demand now
         self._claimed: set[str] = set()  # tasks planned to start on some host this round
         self._shared_at: dict[str, int] = {}  # host -> its `changes` when its running tasks were last shared
+        self._with_room: set[str] = set()  # live hosts with a free container, as of the last round
 
     def starts(self, host: HostState, cluster: ClusterState) -> list[Task]:
         """The tasks to start on the host this round (pending, runnable, fitting its memory and containers,
@@ -95,7 +96,15 @@ class HostPoolPolicy(Policy):
         lower: list[Share] = []
         higher: list[Share] = []
         self._plans, self._claimed = {}, set()
-        for host in cluster.hosts.values():
+        touched = cluster.take_changed_hosts()
+        for name in touched:
+            if cluster.hosts[name].free_slots > 0:
+                self._with_room.add(name)
+            else:
+                self._with_room.discard(name)
+        # a host unchanged and full keeps its fractions: only these can have anything to do, in the cluster's order
+        for name in sorted(touched | self._with_room, key=cluster.host_order.__getitem__):
+            host = cluster.hosts[name]
             if not host.alive:
                 continue
             starts = self.starts(host, cluster) if host.free_slots > 0 else []

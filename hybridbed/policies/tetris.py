@@ -50,7 +50,7 @@ from hybridbed.scheduler.policy import Policy, PolicyParams
 from hybridbed.scheduler.transfers import expected_duration_s
 
 
-@dataclass
+@dataclass(slots=True)
 class Candidate:
     """A job's offer for the host: one of its stages (a stage's tasks share their demand; the best located
     one is picked once the stage is chosen)."""
@@ -208,17 +208,19 @@ class TetrisPolicy(Policy):
         and of every released stage, where its demand as placed here fits the host's free resources. Jobs
         share few demand vectors, so each vector's fit and alignment is worked out once per decision."""
         found = []
+        kept_remote, barrier = 1 - self.params.remote_penalty, self.params.barrier
         for job in jobs:
-            for i in cluster.runnable_stages(job):
-                value = scores.of(cluster.placed_stage_demand(job, i, host))
+            work = None
+            for offer in cluster.stage_offers(job):
+                demand, remote = offer.placed(host.name)
+                value = scores.of(demand)
                 if value is None:
                     continue
-                remote = cluster.reads_remotely(job, i, host)
-                promoted = job.stage_done[i] >= self.params.barrier * len(job.stages[i].tasks)
-                work = self._work.of(job.job_id, cluster.pending[job.job_id], scores.capacity)
-                found.append(
-                    Candidate(job, i, value * (1 - self.params.remote_penalty) if remote else value, work, promoted)
-                )
+                if work is None:
+                    work = self._work.of(job.job_id, cluster.pending[job.job_id], scores.capacity)
+                i = offer.stage
+                promoted = job.stage_done[i] >= barrier * len(job.stages[i].tasks)
+                found.append(Candidate(job, i, value * kept_remote if remote else value, work, promoted))
         return found
 
 

@@ -51,6 +51,8 @@ class HostState:
     # counts every change of what runs or is held here, so that a policy can tell a host unchanged since
     # it last looked without comparing its tasks
     changes: int = 0
+    # where the cluster collects the hosts changed since its policy last took them (ClusterState sets it)
+    changed_into: set[str] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.free = self.capacity - self.used
@@ -58,7 +60,17 @@ class HostState:
     def _use(self, used: Resources) -> None:
         self.used = used
         self.free = self.capacity - used
+        self._changed()
+
+    def _changed(self) -> None:
         self.changes += 1
+        if self.changed_into is not None:
+            self.changed_into.add(self.name)
+
+    def resize(self, slots: int) -> None:
+        """The host now offers `slots` containers."""
+        self.slots = slots
+        self._changed()
 
     @property
     def free_slots(self) -> int:
@@ -142,6 +154,25 @@ class HostState:
         self.reported, self.released = None, Resources(0, 0)
 
 
+@dataclass(frozen=True, slots=True)
+class StageOffer:
+    """A stage of a job with a task a policy may start now, and what that task takes as placed: on a host
+    holding its input block (`local`) or anywhere else (`remote`). A stage with parents fetches from wherever
+    they ran, wherever it runs: one demand, never a remote read."""
+
+    stage: int
+    local: Resources
+    remote: Resources
+    by_host: dict[str, dict[str, Task]] | None  # a root stage's pending tasks by the hosts holding their blocks
+
+    def placed(self, host: str) -> tuple[Resources, bool]:
+        """The demand on `host` of the task `ClusterState.best_in_stage` gives, and whether it reads its
+        block from another host, without picking the task."""
+        if self.by_host is None or self.by_host.get(host):
+            return self.local, False
+        return self.remote, True
+
+
 @dataclass
 class ClusterState:
     racks: int
@@ -161,8 +192,20 @@ class ClusterState:
     _dead_racks: set[int] = field(init=False)
     _capacity: Resources = field(init=False)
     _released: dict[str, tuple[tuple, list[int]]] = field(init=False, default_factory=dict)
+    _offers: dict[str, tuple[tuple, list[StageOffer]]] = field(init=False, default_factory=dict)
+    _alike: dict[Resources, Resources] = field(init=False)
+    host_order: dict[str, int] = field(init=False)  # each host's place in `hosts`
+    _changed_hosts: set[str] = field(init=False)  # hosts changed since the policy last took them; at first, all
 
     def __post_init__(self) -> None:
+        self._changed_hosts = set(self.hosts)
+        # hosts alike share one capacity object, and stages alike one demand object (`_alike`), so that the
+        # policies' caches keyed by them compare by identity, not field by field, at every decision
+        self._alike = {}
+        for host in self.hosts.values():
+            host.capacity = self._alike.setdefault(host.capacity, host.capacity)
+            host.changed_into = self._changed_hosts
+        self.host_order = {name: i for i, name in enumerate(self.hosts)}
         self.rack_of = {name: host.rack for name, host in self.hosts.items()}
         self.rack_hosts = {r: [] for r in range(self.racks)}
         for name, host in self.hosts.items():
@@ -196,12 +239,20 @@ class ClusterState:
             per_rack[host.rack] += host.slots
         return max(per_rack)
 
+    def take_changed_hosts(self) -> set[str]:
+        """The hosts whose tasks, allotments, containers or liveness changed since the last call (all of them at
+        the first): a policy that keeps per-host state looks at these, not at every host, at every decision."""
+        taken = set(self._changed_hosts)
+        self._changed_hosts.clear()  # in place: every host adds itself to this very set
+        return taken
+
     def dead_racks(self) -> set[int]:
         """Racks with no live host (a planner's guidance for them no longer holds)."""
         return self._dead_racks
 
     def lose_host(self, name: str) -> None:
         self.hosts[name].alive = False
+        self._changed_hosts.add(name)
         self._dead_racks = self._racks_without_live_host()
         self._capacity = self._live_capacity()
 
@@ -289,16 +340,29 @@ class ClusterState:
             return local, False
         return waiting.rack_local(host.rack) or waiting.first(), True
 
-    def reads_remotely(self, job: Job, stage: int, host: HostState) -> bool:
-        """Whether the task best_in_stage gives reads its block from another host, without picking it."""
-        return not job.stages[stage].parents and not self.pending[job.job_id].stages[stage].by_host.get(host.name)
-
-    def placed_stage_demand(self, job: Job, stage: int, host: HostState) -> Resources:
-        """The demand on `host` of the task best_in_stage gives (`placed_demand`), without picking it."""
-        first = job.stages[stage].tasks[0]  # a stage's tasks share their demand
-        if first.kind is not StageKind.MAP or first.input_block is None:
-            return first.demand
-        return placed_demand(first.demand, self.reads_remotely(job, stage, host))
+    def stage_offers(self, job: Job) -> list[StageOffer]:
+        """`runnable_stages` with each one's demand as placed (`placed_demand`), worked out again only when the
+        job's pending or finished tasks changed: packing policies weigh every job's stages at every decision."""
+        pending = self.pending[job.job_id]
+        state = (pending.revision, tuple(job.stage_done))
+        cached = self._offers.get(job.job_id)
+        if cached is None or cached[0] != state:
+            if len(self._offers) > 4 * len(self.jobs) + 64:  # drop finished jobs now and then
+                self._offers = {j: v for j, v in self._offers.items() if j in self.jobs}
+            offers = []
+            for i in self.runnable_stages(job):
+                first = job.stages[i].tasks[0]  # a stage's tasks share their demand
+                demand = self._alike.setdefault(first.demand, first.demand)
+                if job.stages[i].parents:
+                    offers.append(StageOffer(i, demand, demand, None))
+                elif first.kind is StageKind.MAP and first.input_block is not None:
+                    local, remote = (placed_demand(first.demand, remote) for remote in (False, True))
+                    local, remote = self._alike.setdefault(local, local), self._alike.setdefault(remote, remote)
+                    offers.append(StageOffer(i, local, remote, pending.stages[i].by_host))
+                else:  # a root stage without input blocks: no host holds one (best_in_stage: read elsewhere)
+                    offers.append(StageOffer(i, demand, demand, pending.stages[i].by_host))
+            cached = self._offers[job.job_id] = (state, offers)
+        return cached[1]
 
     def placed_task_demand(self, task: Task, host: str) -> Resources:
         """What the task takes on `host`: a map's demand as placed there (`placed_demand`), another's as it is."""

@@ -59,6 +59,7 @@ class PendingTasks:
         self.maps: dict[str, Task] = {}
         self.reduces: dict[str, Task] = {}
         self._roots: list[PendingStage] = []
+        self.revision = 0  # counts every task added or removed: what is cached of these tasks is stale when it moved
 
     def add(self, task: Task, rack_of: dict[str, int], alive: set[str]) -> None:
         stage = self.stages.get(task.stage)
@@ -68,11 +69,13 @@ class PendingTasks:
                 self._roots.append(stage)
         stage.add(task, rack_of, alive)
         (self.maps if task.kind is StageKind.MAP else self.reduces)[task.task_id] = task
+        self.revision += 1
 
     def remove(self, task: Task) -> None:
         stage = self.stages.get(task.stage)
         if stage is not None and stage.remove(task):
             (self.maps if task.kind is StageKind.MAP else self.reduces).pop(task.task_id)
+            self.revision += 1
 
     def forget_host(self, host: str, rack_of: dict[str, int], alive: set[str]) -> None:
         """A host died: its replicas no longer make a map local anywhere."""
