@@ -30,6 +30,7 @@ Baselines, on the same hosts:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from pydantic import Field
@@ -45,6 +46,7 @@ SHARED = ("cores", "disk_read_mbps", "disk_write_mbps", "net_in_mbps")  # the ra
 MIN_FRACTION = 0.01  # a task keeps at least this much of its demand (a cgroup quota has a floor too)
 
 
+@functools.lru_cache(maxsize=4096)  # few distinct (demand, capacity) pairs, asked at every decision
 def rate_shares(demand: Resources, capacity: Resources) -> tuple[float, ...]:
     """The demand's share of the host's capacity in each shared rate (0 where the host does not model it)."""
     return tuple(getattr(demand, r) / getattr(capacity, r) if getattr(capacity, r) > 0 else 0.0 for r in SHARED)
@@ -165,6 +167,17 @@ def candidates_fitting(host: HostState, tasks: list[Task | None]) -> list[Task]:
     return chosen
 
 
+@dataclass(frozen=True)
+class DrpStage:
+    """A stage with pending tasks as DRP sees it, both ways it can be offered (one of its tasks may start
+    now or not), so that a decision only picks one."""
+
+    runnable: bool  # released and of a job that may start tasks
+    waiting: dict[str, Task]  # its pending tasks (the live dict: claims are checked against it)
+    eligible: Candidate
+    waiting_only: Candidate
+
+
 class MrPotsParams(PolicyParams):
     lookahead_s: float = Field(
         default=1.0, ge=0, description="DRP's look-ahead rule (Alg. 2): one slot, here one heartbeat"
@@ -181,6 +194,7 @@ class MrPotsPolicy(HostPoolPolicy):
     def __init__(self, **params: object) -> None:
         super().__init__(**params)
         self._stage_weights: dict[tuple[str, Resources], list[tuple[int, float, tuple]]] = {}
+        self._drp_stages: dict[str, tuple[tuple, list[DrpStage]]] = {}
 
     def group(self, task: Task, capacity: Resources) -> int:
         return dominant(rate_shares(task.demand, capacity))
@@ -199,18 +213,43 @@ class MrPotsPolicy(HostPoolPolicy):
         """Every stage with pending tasks of every job (eligible where one of them may start and is not
         claimed by another host this round)."""
         found = []
+        claimed = self._claimed
         for job in cluster.jobs.values():
-            pending = cluster.pending[job.job_id]
-            runnable = set(cluster.runnable_stages(job)) if job.job_id in cluster.launchable else set()
-            drp: dict[int, float] = {}
-            for i, (stage, (group, length, successors)) in enumerate(zip(job.stages, self._weights(job, capacity))):
-                ready = job.stage_ready_s[i]
-                drp[i] = (ready if ready is not None else max((drp[p] for p in stage.parents), default=0.0)) + length
-                waiting = pending.stages[i].tasks if i in pending.stages else {}
-                if waiting:
-                    free = i in runnable and any(k not in self._claimed for k in waiting)
-                    found.append(Candidate((job.job_id, i), group, drp[i], free, successors))
+            for stage in self._stages(job, cluster, capacity):
+                free = stage.runnable and (not claimed or any(k not in claimed for k in stage.waiting))
+                found.append(stage.eligible if free else stage.waiting_only)
         return found
+
+    def _stages(self, job: Job, cluster: ClusterState, capacity: Resources) -> list[DrpStage]:
+        """The job's stages with pending tasks as DRP weighs them, worked out again only when its pending or
+        finished tasks, the readiness of its stages or whether it may start anything changed."""
+        pending = cluster.pending[job.job_id]
+        launchable = job.job_id in cluster.launchable
+        state = (pending.revision, tuple(job.stage_done), tuple(job.stage_ready_s), launchable, capacity)
+        cached = self._drp_stages.get(job.job_id)
+        if cached is not None and cached[0] == state:
+            return cached[1]
+        if len(self._drp_stages) > 4 * len(cluster.jobs) + 64:  # drop finished jobs now and then
+            self._drp_stages = {j: v for j, v in self._drp_stages.items() if j in cluster.jobs}
+        runnable = set(cluster.runnable_stages(job)) if launchable else set()
+        drp: dict[int, float] = {}
+        stages = []
+        for i, (stage, (group, length, successors)) in enumerate(zip(job.stages, self._weights(job, capacity))):
+            ready = job.stage_ready_s[i]
+            drp[i] = (ready if ready is not None else max((drp[p] for p in stage.parents), default=0.0)) + length
+            waiting = pending.stages[i].tasks if i in pending.stages else {}
+            if waiting:
+                key = (job.job_id, i)
+                stages.append(
+                    DrpStage(
+                        i in runnable,
+                        waiting,
+                        Candidate(key, group, drp[i], True, successors),
+                        Candidate(key, group, drp[i], False, successors),
+                    )
+                )
+        self._drp_stages[job.job_id] = (state, stages)
+        return stages
 
     def _weights(self, job: Job, capacity: Resources) -> list[tuple[int, float, tuple]]:
         """Per stage of the job, what DRP weighs and does not change while the job runs: its dominant
@@ -316,6 +355,8 @@ class CpmPolicy(HostPoolPolicy):
         )
         chosen: list[Task] = []
         for _, _, job_id, stage in ranked:
+            if slots <= 0:
+                break
             for task in cluster.pending[job_id].stages[stage].tasks.values():
                 if task.task_id in self._claimed or task in chosen:
                     continue

@@ -102,10 +102,10 @@ class RemainingWork:
     """`remaining_work` per job, recomputed only when the job's pending tasks changed."""
 
     def __init__(self) -> None:
-        self._cache: dict[str, tuple[tuple, float]] = {}  # job -> (pending count and capacity, remaining work)
+        self._cache: dict[str, tuple[tuple, float]] = {}  # job -> (pending revision and capacity, remaining work)
 
     def of(self, job_id: str, pending: PendingTasks, capacity: Resources) -> float:
-        key = (len(pending), capacity)
+        key = (pending.revision, capacity)
         cached = self._cache.get(job_id)
         if cached is None or cached[0] != key:
             if len(self._cache) > 4096:  # start afresh now and then, so finished jobs do not pile up
@@ -218,9 +218,8 @@ class TetrisPolicy(Policy):
                     continue
                 if work is None:
                     work = self._work.of(job.job_id, cluster.pending[job.job_id], scores.capacity)
-                i = offer.stage
-                promoted = job.stage_done[i] >= barrier * len(job.stages[i].tasks)
-                found.append(Candidate(job, i, value * kept_remote if remote else value, work, promoted))
+                promoted = offer.finished >= barrier * offer.tasks
+                found.append(Candidate(job, offer.stage, value * kept_remote if remote else value, work, promoted))
         return found
 
 

@@ -161,6 +161,8 @@ class StageOffer:
     they ran, wherever it runs: one demand, never a remote read."""
 
     stage: int
+    finished: int  # of its tasks
+    tasks: int
     local: Resources
     remote: Resources
     by_host: dict[str, dict[str, Task]] | None  # a root stage's pending tasks by the hosts holding their blocks
@@ -352,15 +354,16 @@ class ClusterState:
             offers = []
             for i in self.runnable_stages(job):
                 first = job.stages[i].tasks[0]  # a stage's tasks share their demand
+                finished, tasks = job.stage_done[i], len(job.stages[i].tasks)
                 demand = self._alike.setdefault(first.demand, first.demand)
                 if job.stages[i].parents:
-                    offers.append(StageOffer(i, demand, demand, None))
+                    offers.append(StageOffer(i, finished, tasks, demand, demand, None))
                 elif first.kind is StageKind.MAP and first.input_block is not None:
                     local, remote = (placed_demand(first.demand, remote) for remote in (False, True))
                     local, remote = self._alike.setdefault(local, local), self._alike.setdefault(remote, remote)
-                    offers.append(StageOffer(i, local, remote, pending.stages[i].by_host))
+                    offers.append(StageOffer(i, finished, tasks, local, remote, pending.stages[i].by_host))
                 else:  # a root stage without input blocks: no host holds one (best_in_stage: read elsewhere)
-                    offers.append(StageOffer(i, demand, demand, pending.stages[i].by_host))
+                    offers.append(StageOffer(i, finished, tasks, demand, demand, pending.stages[i].by_host))
             cached = self._offers[job.job_id] = (state, offers)
         return cached[1]
 
@@ -394,8 +397,9 @@ class ClusterState:
         """The host a map started on `host` reads its block from; None when `host` holds it."""
         if task.kind is not StageKind.MAP or host in task.input_block.replicas:
             return None
-        sources = self.input_sources(task, host)
-        return sources[0] if sources else None
+        rack = self.rack_of[host]  # the first of input_sources, without sorting them all
+        live = (h for h in task.input_block.replicas if self.hosts[h].alive)
+        return min(live, key=lambda h: (self.rack_of[h] != rack, h), default=None)
 
     def best_map(self, job: Job, host: HostState) -> tuple[Task | None, Locality]:
         """The job's pending map with the best locality for this host."""

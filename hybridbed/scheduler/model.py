@@ -38,11 +38,15 @@ class Resources:
         )
 
     def fits_in(self, free: Resources, capacity: Resources) -> bool:
-        """The free resources hold the demand in every dimension the capacity models (cores and memory always)."""
-        return all(
-            d <= f + 1e-9
-            for i, (d, f, c) in enumerate(zip(self.vector(), free.vector(), capacity.vector()))
-            if i < 2 or c > 0
+        """The free resources hold the demand in every dimension the capacity models (cores and memory always).
+        Written out field by field: packing policies ask it for every candidate at every decision."""
+        return (
+            self.cores <= free.cores + 1e-9
+            and self.memory_mb <= free.memory_mb + 1e-9
+            and (capacity.disk_read_mbps <= 0 or self.disk_read_mbps <= free.disk_read_mbps + 1e-9)
+            and (capacity.disk_write_mbps <= 0 or self.disk_write_mbps <= free.disk_write_mbps + 1e-9)
+            and (capacity.net_in_mbps <= 0 or self.net_in_mbps <= free.net_in_mbps + 1e-9)
+            and (capacity.net_out_mbps <= 0 or self.net_out_mbps <= free.net_out_mbps + 1e-9)
         )
 
     def allocatable_in(self, capacity: Resources, cores: bool = True) -> bool:

@@ -49,6 +49,7 @@ def placed_demand(demand: Resources, block_remote: bool) -> Resources:
     return replace(demand, net_in_mbps=0.0)
 
 
+@functools.lru_cache(maxsize=4096)  # few distinct demands, asked at every decision
 def remote_read_load(demand: Resources) -> Resources:
     """What a map reading its block from another host takes there: disk reads and network out at the rate
     its read runs at (Tetris allots them at the source, §3.2)."""

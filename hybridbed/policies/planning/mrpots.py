@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -73,6 +74,11 @@ class Candidate:
     eligible: bool
     successors: tuple[Hashable, ...] = ()
 
+    @functools.cached_property
+    def order(self) -> tuple[float, str]:
+        """DRP's order: the smallest DRP first, ties by name (worked out once: a caller may reuse candidates)."""
+        return (self.drp, str(self.key))
+
 
 def drp_pick(candidates: list[Candidate], lookahead: float = 1.0) -> list[Candidate]:
     """DRP (Alg. 2): per dominant-resource group, the eligible candidate with the smallest DRP, except that
@@ -80,7 +86,7 @@ def drp_pick(candidates: list[Candidate], lookahead: float = 1.0) -> list[Candid
     the best of its own group; where some picks are predecessors of another group's best (waiting)
     successor, only those."""
     groups: dict[int, list[Candidate]] = {}
-    for candidate in sorted(candidates, key=lambda c: (c.drp, str(c.key))):
+    for candidate in sorted(candidates, key=attrgetter("order")):
         groups.setdefault(candidate.group, []).append(candidate)
     best_of_group = {group: members[0].key for group, members in groups.items()}
     by_key = {c.key: c for c in candidates}
