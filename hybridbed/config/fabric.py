@@ -132,7 +132,9 @@ class OcsSpec(BaseModel):
         default=0.0, ge=0, description="full scale; a rack pair's demand below it gets no circuit (JobPacker: 1.125 GB)"
     )
     skip_unchanged: bool = Field(
-        default=True, description="periodic mode: no reconfiguration when the matching is unchanged"
+        default=True,
+        description="periodic mode: no reconfiguration when the matching is unchanged (false: the circuits go "
+        "dark for the delay and come back every interval, as an OCS that reconfigures whatever the matching)",
     )
     scheduler: Literal["edmonds", "greedy", "solstice", "rotor"] = Field(
         default="edmonds",

@@ -208,6 +208,19 @@ def steering_changes(
     return unsteer, steer
 
 
+def circuit_moves(
+    before: Configuration, after: Configuration, relight: bool = False
+) -> tuple[Configuration, Configuration, dict[tuple[int, int], int], dict[tuple[int, int], int]]:
+    """(circuits to take down, circuits to set up, pairs to steer off, pairs to steer on) for a reconfiguration
+    from `before` to `after`. Circuits kept stay lit, unless `relight`: then the OCS goes through an empty
+    configuration, every circuit going dark for the reconfiguration delay (`ocs.skip_unchanged: false`, an OCS
+    that reconfigures every interval whatever the matching)."""
+    if relight:
+        empty: Configuration = frozenset()
+        return before, after, steering_changes(before, empty)[0], steering_changes(empty, after)[1]
+    return (before - after, after - before, *steering_changes(before, after))
+
+
 def combined_demand(hints: list[list[float]], measured: list[list[float]], source: str) -> list[list[float]]:
     """The rack-to-rack demand periodic mode matches on: the scheduler's hints, the bytes measured in
     the last interval, or (`both`) their sum."""

@@ -30,10 +30,10 @@ from hybridbed.controller.circuit_schedulers import circuit_scheduler
 from hybridbed.controller.circuits import (
     Configuration,
     MeasuredDemand,
+    circuit_moves,
     combined_demand,
     configuration_as_list,
     parse_configuration,
-    steering_changes,
 )
 from hybridbed.controller.events import OcsEvent, read_event_log
 from hybridbed.controller.rest_api import FabricRestApi
@@ -178,16 +178,18 @@ class HybridFabricController(app_manager.OSKenApp):
         ofctl_api.send_msg(self, dp.ofproto_parser.OFPBarrierRequest(dp), reply_cls=dp.ofproto_parser.OFPBarrierReply)
 
     # reconfiguration ---------------------------------------------------------------------------
-    def reconfigure(self, target: Configuration, reason: str, requested: float | None = None) -> OcsEvent | None:
+    def reconfigure(
+        self, target: Configuration, reason: str, requested: float | None = None, relight: bool = False
+    ) -> OcsEvent | None:
         """Move from the current circuits to `target`; return the logged event (None if nothing changed).
-        `requested`: when the decision's input was taken (periodic mode: the demand sample), else now."""
+        `requested`: when the decision's input was taken (periodic mode: the demand sample), else now.
+        `relight`: every circuit goes dark and comes back, those `target` keeps too (`circuit_moves`)."""
         with self._reconfig_lock:
             before = self.circuits
-            removed, added = before - target, target - before
+            removed, added, unsteer, steer = circuit_moves(before, target, relight)
             if not removed and not added:
                 return None
             requested = time.time() if requested is None else requested
-            unsteer, steer = steering_changes(before, target)
             # The dark time runs from the moment the ToRs are told to move the affected pairs off their circuits
             # to the moment they are told to steer onto the new ones: both take a switch the same time to apply,
             # so the pairs are off circuits for the configured delay. (Counted from the unsteer barrier's
@@ -294,11 +296,14 @@ class HybridFabricController(app_manager.OSKenApp):
                         if started + slot.offset_s >= next_tick:
                             break
                         hub.sleep(max(0.0, started + slot.offset_s - time.monotonic()))
-                    if slot.configuration == self.circuits and self.ocs.skip_unchanged:
+                    unchanged = slot.configuration == self.circuits
+                    if unchanged and self.ocs.skip_unchanged:
                         self.skipped_reconfigurations += 1
                         continue
                     # a later slot is asked for at its offset: the control lag counts from then
-                    self.reconfigure(slot.configuration, reason="periodic", requested=sampled + slot.offset_s)
+                    self.reconfigure(
+                        slot.configuration, reason="periodic", requested=sampled + slot.offset_s, relight=unchanged
+                    )
             except Exception:
                 self.logger.exception("periodic reconfiguration failed; retrying next interval")
 

@@ -24,8 +24,8 @@ from hybridbed.controller.circuit_schedulers import Slot, circuit_scheduler
 from hybridbed.controller.circuits import (
     Circuit,
     Configuration,
+    circuit_moves,
     configuration_as_list,
-    steering_changes,
 )
 from hybridbed.controller.events import OcsEvent
 
@@ -143,12 +143,12 @@ class SimulatedOcs:
         return self.scheduler.schedule(demand, self.circuits)
 
     def reconfigure(self, now: float, target: Configuration) -> tuple[list[tuple[int, int]], float | None]:
-        """Set up `target`. Returns the pairs that left their circuit now, and when the new circuits light
-        (None: nothing changed)."""
-        removed, added = self.circuits - target, target - self.circuits
+        """Set up `target` (the same circuits again too, all going dark, unless `skip_unchanged`). Returns the
+        pairs that left their circuit now, and when the new circuits light (None: nothing changed)."""
+        relight = target == self.circuits and not self.spec.skip_unchanged
+        removed, added, unsteer, steer = circuit_moves(self.circuits, target, relight)
         if not removed and not added:
             return [], None
-        unsteer, steer = steering_changes(self.circuits, target)
         for pair in unsteer:
             self.lit.pop(pair, None)
         serving = {(c.src_rack, c.dst_rack): c for c in sorted(target, reverse=True)}  # the lowest port wins

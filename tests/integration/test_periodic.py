@@ -132,3 +132,26 @@ def test_only_marked_aggregates_count_and_their_backlog_reaches_the_threshold():
     # one interval at the whole 1 Mb/s downlink carries 62.5 kB, under the threshold: only a backlog of more
     # than one interval lights the circuit (100 kB take 0.8 s at the full rate, if the unmarked flow starts late)
     assert first_lit is not None and first_lit > INTERVAL_S
+
+
+def test_an_ocs_that_reconfigures_every_interval_relights_an_unchanged_matching():
+    # skip_unchanged false: the same circuit goes dark for the delay and comes back at every interval
+    ocs = OcsSpec(
+        mode="periodic",
+        reconfig_interval_s=INTERVAL_S,
+        reconfig_delay_ms=20,
+        demand_source="hints",
+        elephant_threshold_bytes=THRESHOLD_BYTES,
+        skip_unchanged=False,
+    )
+    with HybridNetwork(FabricSpec(racks=3, hosts_per_rack=1), ocs) as net:
+        net.controller.set_demand(_demand(3, {(0, 1): 5e6}))
+        assert _wait_for_circuits(net, {(0, 1)}) == {(0, 1)}
+        _event_for(net, {(0, 1)})
+        first = len(net.controller.events())
+        time.sleep(4 * INTERVAL_S)
+        relit = net.controller.events()[first:]
+    assert len(relit) >= 3
+    for event in relit:
+        assert _pairs(event.circuits_before) == _pairs(event.circuits_after) == {(0, 1)}
+        assert (event.dark_until - event.dark_from) * 1000 >= 20  # dark for the whole delay

@@ -6,6 +6,7 @@ from hybridbed.controller.circuits import (
     Circuit,
     ConfigurationError,
     MeasuredDemand,
+    circuit_moves,
     elephant_demand,
     max_weight_configuration,
     parse_configuration,
@@ -93,3 +94,14 @@ def test_interval_demand_is_the_last_intervals_bytes_and_backlog_sums_them_until
     assert [i for i, _ in seen] == intervals
     # 0->1 keeps sending: 4, 8, 12 (crosses a threshold of 10 no single interval reaches); 1->0 paused once
     assert [b for _, b in seen] == [[[0, 4], [1, 0]], [[0, 8], [0, 0]], [[0, 12], [2, 0]]]
+
+
+def test_circuit_moves_keep_a_circuit_lit_unless_relit():
+    a, b, c = Circuit(0, 1), Circuit(1, 2), Circuit(2, 0)
+    removed, added, unsteer, steer = circuit_moves(frozenset({a, b}), frozenset({a, c}))
+    assert (removed, added) == ({b}, {c})
+    assert set(unsteer) == {(1, 2)} and set(steer) == {(2, 0)}  # 0->1 keeps flowing
+    removed, added, unsteer, steer = circuit_moves(frozenset({a, b}), frozenset({a, b}), relight=True)
+    assert removed == added == {a, b}
+    assert set(unsteer) == set(steer) == {(0, 1), (1, 2)}
+    assert circuit_moves(frozenset(), frozenset(), relight=True) == (frozenset(), frozenset(), {}, {})

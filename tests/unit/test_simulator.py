@@ -43,6 +43,22 @@ def two_rack_network(delay_ms: float) -> tuple[FlowTable, SimulatedOcs, Flow]:
     return table, ocs, flow
 
 
+@pytest.mark.parametrize("skip_unchanged", [True, False])
+def test_an_unchanged_matching_stays_lit_unless_the_ocs_reconfigures_every_interval(skip_unchanged):
+    fabric = FabricSpec(racks=2, hosts_per_rack=1)
+    spec = OcsSpec(mode="periodic", reconfig_delay_ms=100, elephant_threshold_bytes=1000, skip_unchanged=skip_unchanged)
+    ocs = SimulatedOcs(fabric, spec)
+    demand = [[0, 5000], [0, 0]]
+    match_on(ocs, 0.0, demand)
+    ocs.light()
+    left, lit_at = match_on(ocs, 1.0, demand)
+    if skip_unchanged:
+        assert (left, lit_at) == ([], None) and len(ocs.events) == 1
+    else:  # dark again for the delay: the pair goes back to the EPS and its circuit lights anew
+        assert left == [(0, 1)] and lit_at == pytest.approx(1.1) and len(ocs.events) == 2
+        assert ocs.lit == {} and ocs.light() == [(0, 1)]
+
+
 def test_a_flow_between_racks_takes_the_eps_until_its_circuit_is_lit_after_exactly_the_delay():
     table, ocs, flow = two_rack_network(delay_ms=250)
     assert table.rate[0] == pytest.approx(10 * MB)  # the EPS uplink is the bottleneck
