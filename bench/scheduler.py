@@ -24,6 +24,7 @@ import gc
 import random
 import statistics
 import time
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.table import Table
@@ -42,11 +43,20 @@ HEARTBEAT_S = 1.0  # YARN's yarn.resourcemanager.nodemanagers.heartbeat-interval
 PAPER_NETWORK = NetworkView(eps_uplink_Bps=30e9 / 8, ocs_Bps=100e9 / 8, elephant_bytes=1.125e9)
 
 
+@dataclass(frozen=True)
+class DecisionCost:
+    median_ms: float
+    p99_ms: float
+    max_ms: float
+    planning_s: float
+    full_collections: int  # of Python's garbage collector, during the timed decisions (each one a pause)
+
+
 def measure(
     policy_name: str, pending_tasks: int, jobs: int, racks: int, hosts_per_rack: int, heartbeats: int
-) -> tuple[float, float, float, float]:
-    """(median, p99, max) milliseconds per heartbeat with `pending_tasks` maps spread over `jobs` jobs, and the
-    policy's planning time in seconds."""
+) -> DecisionCost:
+    """Milliseconds per heartbeat (median, p99, max) with `pending_tasks` maps spread over `jobs` jobs, the
+    policy's planning time in seconds, and the full garbage collections that fell within timed decisions."""
     hosts = {
         f"r{r}h{h}": HostState(f"r{r}h{h}", r, 1, Resources(1, 256))
         for r in range(racks)
@@ -72,20 +82,25 @@ def measure(
     costs = []
     rng = random.Random(2)
     gc.collect()  # not the garbage of the runs measured before: each measure starts from a clean heap
+    full_collections = 0  # Python's full (generation 2) garbage collections during the timed decisions
     for i in range(heartbeats):
         now = i * HEARTBEAT_S / len(hosts)
         host = hosts[rng.choice(names)]
         host.resize(len(host.running) + 1)
+        collections = gc.get_stats()[2]["collections"]
         start = time.perf_counter()
         core.act(now)
         launches = core.schedule(now, [host.name])  # the host whose heartbeat this is, as the simulator asks
         costs.append((time.perf_counter() - start) * 1000)
+        full_collections += gc.get_stats()[2]["collections"] - collections
         for launch in launches:  # hand the task back at once, so the pending count stays the same
             core.task_failed(launch.task.task_id, launch.task.attempt, now)
         host.resize(len(host.running))
     policy.plan_solver.close()
     costs.sort()
-    return statistics.median(costs), costs[int(len(costs) * 0.99)], costs[-1], planning_s
+    return DecisionCost(
+        statistics.median(costs), costs[int(len(costs) * 0.99)], costs[-1], planning_s, full_collections
+    )
 
 
 def main() -> None:
@@ -106,6 +121,7 @@ def main() -> None:
         "median / 0.2 ms",
         "median / Fair",
         "planning s",
+        "full GCs",
     )
     for column in columns:
         table.add_column(column, justify="right")
@@ -115,18 +131,19 @@ def main() -> None:
     for policy in args.policies or sorted(registered_policies()):
         for pending, jobs in sizes:
             with console.status(f"{policy}, {pending} pending tasks ..."):
-                fair = measure("fair", pending, jobs, *shape)[0]
-                median, p99, worst, planning_s = measure(policy, pending, jobs, *shape)
+                fair = measure("fair", pending, jobs, *shape).median_ms
+                cost = measure(policy, pending, jobs, *shape)
             table.add_row(
                 policy,
                 str(pending),
                 str(jobs),
-                f"{median:.4f}",
-                f"{p99:.4f}",
-                f"{worst:.2f}",
-                f"{median / 0.2:.2f}",
-                f"{median / fair:.2f}",
-                f"{planning_s:.2f}",
+                f"{cost.median_ms:.4f}",
+                f"{cost.p99_ms:.4f}",
+                f"{cost.max_ms:.2f}",
+                f"{cost.median_ms / 0.2:.2f}",
+                f"{cost.median_ms / fair:.2f}",
+                f"{cost.planning_s:.2f}",
+                str(cost.full_collections),
             )
     console.print(table)
 
