@@ -397,9 +397,8 @@ class ClusterState:
         """The host a map started on `host` reads its block from; None when `host` holds it."""
         if task.kind is not StageKind.MAP or host in task.input_block.replicas:
             return None
-        rack = self.rack_of[host]  # the first of input_sources, without sorting them all
-        live = (h for h in task.input_block.replicas if self.hosts[h].alive)
-        return min(live, key=lambda h: (self.rack_of[h] != rack, h), default=None)
+        sources = self.input_sources(task, host)
+        return sources[0] if sources else None
 
     def best_map(self, job: Job, host: HostState) -> tuple[Task | None, Locality]:
         """The job's pending map with the best locality for this host."""
