@@ -30,7 +30,7 @@ from hybridbed.results.records import (
 from hybridbed.results.summary import add_flow_totals, add_uplink_totals, summarize, update_summary
 from hybridbed.scheduler.core import PolicyError
 from hybridbed.simulator.engine import ResultLogs, Simulation, SimulationTimeout
-from hybridbed.simulator.fairshare import RateSolver, max_min_rates
+from hybridbed.simulator.fairshare import RateSolver
 from hybridbed.testbed.interrupts import deferred_interrupts
 from hybridbed.workloads.build import build_workload
 
@@ -41,7 +41,7 @@ def run_simulation(
     scenario: Scenario,
     out_dir: Path,
     on_progress: Callable[[Progress], None] | None = None,
-    rates: RateSolver = max_min_rates,
+    rates: RateSolver | None = None,
 ) -> dict:
     """Simulate the scenario's workload under its policy; returns summary.json's content. Raises RunFailed.
     `rates` computes the max-min fair rates (bench/simulator.py compares the reference with the default)."""

@@ -47,7 +47,7 @@ from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.model import JobSpec, Resources, StageKind, Task, TaskAction, build_job
 from hybridbed.scheduler.transfers import transfer_cap_mbps
 from hybridbed.simulator.fabric import MBPS_TO_BYTES_S, FabricLinks, SimulatedOcs
-from hybridbed.simulator.fairshare import RateSolver, max_min_rates
+from hybridbed.simulator.fairshare import RateSolver
 from hybridbed.simulator.flows import FINISH_TOLERANCE_S, Flow, FlowTable
 from hybridbed.workers.host_share import HostShare
 from hybridbed.workers.shuffle import ShuffleFetches
@@ -98,7 +98,7 @@ class ResultLogs:
 
 
 class Simulation:
-    def __init__(self, scenario: Scenario, logs: ResultLogs, rates: RateSolver = max_min_rates):
+    def __init__(self, scenario: Scenario, logs: ResultLogs, rates: RateSolver | None = None):
         self.scenario = scenario
         self.logs = logs
         fabric = scenario.fabric

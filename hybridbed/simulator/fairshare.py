@@ -3,12 +3,14 @@
 Every flow crosses a few links (its path) and may have a rate cap of its own. Two algorithms give the
 same rates (within floating-point rounding):
 
-- `max_min_rates`, the one the simulator runs: bottleneck first. A link's fair share (capacity left /
+- `max_min_rates`: bottleneck first. A link's fair share (capacity left /
   unfrozen flows on it) never falls as flows freeze at levels no higher than it, so the link with the
   lowest share (or the flow with the lowest cap, if lower) is a bottleneck: its flows freeze at that share,
   and the links they cross give up what they take. The links wait in a heap keyed by their share when last
   looked at, a lower bound of their share now, so a link is re-keyed only when it reaches the top; each
-  flow is frozen once, and a computation is one pass over the flows plus the heap's work.
+  flow is frozen once, and a computation is one pass over the flows plus the heap's work. The simulator
+  runs it over the merged rows of `relaxed_rates.RelaxedMaxMin` (or over every class, where merging
+  gains little).
 - `progressive_filling_rates`, the reference: rounds over all unfrozen flows; a round freezes every link
   whose share is no larger than the bound of every flow it carries (the smallest share on that flow's path,
   or its cap), and every flow whose cap is below every share on its path (about 15 rounds at the paper's
@@ -18,6 +20,8 @@ same rates (within floating-point rounding):
 At the paper's scale a computation covers some 18,000 flow classes and runs tens of thousands of times per
 run; the flow/link graph is one connected component through the 40 ToR-core links, so every
 computation covers every flow (a change anywhere can move every rate), and both are compiled.
+`RateSolver` is what a flow table may be given instead of its relaxed computation (the tests and
+bench/simulator.py give it these two).
 """
 
 from __future__ import annotations
@@ -40,19 +44,20 @@ def max_min_rates(
     cap and each get the returned rate). `paths` is (F, K) link indices, padded with a link of infinite
     capacity; `capacities` holds every link's capacity; `caps` each flow's own limit (inf: none).
     A flow with neither a finite link nor a cap gets an infinite rate."""
-    return _bottleneck_first(*_arrays(paths, capacities, caps, weights))
+    return _bottleneck_first(*solver_arrays(paths, capacities, caps, weights))
 
 
 def progressive_filling_rates(
     paths: np.ndarray, capacities: np.ndarray, caps: np.ndarray, weights: np.ndarray | None = None
 ) -> np.ndarray:
     """The same rates by rounds of progressive filling (the reference; slower at scale)."""
-    return _progressive_filling(*_arrays(paths, capacities, caps, weights))
+    return _progressive_filling(*solver_arrays(paths, capacities, caps, weights))
 
 
-def _arrays(
+def solver_arrays(
     paths: np.ndarray, capacities: np.ndarray, caps: np.ndarray, weights: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The solvers' inputs in the types the compiled code takes (no copy where they already are)."""
     return (
         np.ascontiguousarray(paths, dtype=np.int64),
         np.asarray(capacities, dtype=np.float64),

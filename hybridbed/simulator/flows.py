@@ -13,6 +13,7 @@ flows cross: max-min sharing then gives the task its rate in all and its connect
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numba
@@ -21,7 +22,8 @@ import numpy as np
 from hybridbed.controller.circuits import Circuit
 from hybridbed.scheduler.model import Task
 from hybridbed.simulator.fabric import FabricLinks
-from hybridbed.simulator.fairshare import RateSolver, max_min_rates
+from hybridbed.simulator.fairshare import RateSolver
+from hybridbed.simulator.relaxed_rates import RelaxedMaxMin
 from hybridbed.workers.shuffle import Connection
 
 # Flows finish together when each is within this share of its time so far from its end (and within a
@@ -60,9 +62,17 @@ class FlowTable:
     on_ocs: np.ndarray
     steerable: np.ndarray
 
-    def __init__(self, links: FabricLinks, rates: RateSolver = max_min_rates):
+    def __init__(self, links: FabricLinks, rates: RateSolver | None = None):
+        """`rates`: a stateless max-min computation instead of the relaxed one (bench/simulator.py and the
+        tests compare the reference with it)."""
         self.links = links
-        self._solve = rates  # the max-min computation (bench/simulator.py swaps in the reference)
+        # the max-min computation, told the classes rekeyed since the last (a stateless one ignores them)
+        self._solve: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray] = (
+            RelaxedMaxMin()
+            if rates is None
+            else lambda paths, capacities, caps, weights, _: rates(paths, capacities, caps, weights)
+        )
+        self._rekeyed: list[int] = []  # classes given a new (cap, path) since the last computation
         self.flows: list[Flow] = []
         core_links = links.core.stop - links.core.start
         self.core_bytes = np.zeros(core_links)  # bytes over each link between the ToRs and the core so far
@@ -127,6 +137,7 @@ class FlowTable:
             self._class_of[key] = cid
             self.class_paths[cid] = path
             self.class_cap[cid] = cap
+            self._rekeyed.append(cid)
         self.class_count[cid] += 1
         return cid
 
@@ -272,9 +283,10 @@ class FlowTable:
         self._stale = False
         # every class row, the free ones too (no flows: weight 0, they take nothing): no copy of the live ones
         classes = len(self._class_keys)
-        self.class_rate[:classes] = self._solve(
-            self.class_paths[:classes], self.capacities, self.class_cap[:classes], self.class_count[:classes]
-        )
+        paths, caps, weights = self.class_paths[:classes], self.class_cap[:classes], self.class_count[:classes]
+        rekeyed = np.array(self._rekeyed, dtype=np.int64)
+        self.class_rate[:classes] = self._solve(paths, self.capacities, caps, weights, rekeyed)
+        self._rekeyed.clear()
         core = self.links.core
         self._core_rate, self._pair_rate = _spread_rates(
             self.class_rate,

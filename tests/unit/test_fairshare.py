@@ -1,6 +1,7 @@
-"""Max-min fair rates on hand-checked cases and against a plain progressive filling on random ones (both
-solvers), and the simulator's solver against the reference after random arrivals, departures and circuit
-changes in a flow table (hypothesis)."""
+"""Max-min fair rates on hand-checked cases and against a plain progressive filling on random ones (every
+solver), the relaxed solver against the reference over sequences of computations that keep, drop and add
+back links, and the simulator's flow table against the reference after random arrivals, departures and
+circuit changes (hypothesis)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,20 @@ from hypothesis import strategies as st
 from hybridbed.config.fabric import FabricSpec
 from hybridbed.controller.circuits import Circuit
 from hybridbed.scheduler.model import JobSpec, Resources, Task, build_job
+from hybridbed.simulator import relaxed_rates
 from hybridbed.simulator.fabric import FabricLinks
 from hybridbed.simulator.fairshare import RateSolver, max_min_rates, progressive_filling_rates
 from hybridbed.simulator.flows import Flow, FlowTable
+from hybridbed.simulator.relaxed_rates import RelaxedMaxMin
 
 INF = np.inf
-SOLVERS = pytest.mark.parametrize("solver", [max_min_rates, progressive_filling_rates], ids=["default", "reference"])
+
+
+@pytest.fixture(params=["bottleneck-first", "reference", "relaxed"])
+def solver(request: pytest.FixtureRequest) -> RateSolver:
+    if request.param == "relaxed":
+        return RelaxedMaxMin()  # a fresh one: it keeps state between computations
+    return max_min_rates if request.param == "bottleneck-first" else progressive_filling_rates
 
 
 def rates(
@@ -32,37 +41,31 @@ def rates(
     return solver(padded, np.array(capacities + [INF]), caps_array, None).tolist()
 
 
-@SOLVERS
 def test_flows_on_one_link_split_it_evenly(solver):
     assert rates([[0], [0], [0], [0]], [12.0], solver=solver) == pytest.approx([3, 3, 3, 3])
 
 
-@SOLVERS
 def test_a_flow_held_back_elsewhere_leaves_its_share_to_the_others(solver):
     # link 0 (10) carries a, b, c; link 1 (2) also carries a: a gets 2, b and c split the other 8
     assert rates([[0, 1], [0], [0]], [10.0, 2.0], solver=solver) == pytest.approx([2, 4, 4])
 
 
-@SOLVERS
 def test_the_classic_parking_lot(solver):
     # links 0 and 1 of capacity 1; the long flow crosses both, one short flow on each: all get 1/2
     assert rates([[0, 1], [0], [1]], [1.0, 1.0], solver=solver) == pytest.approx([0.5, 0.5, 0.5])
 
 
-@SOLVERS
 def test_two_bottleneck_levels_at_once(solver):
     # link 0 (3) has three flows, link 1 (8) two others and one of the first three:
     # link 0 gives 1 each, so the shared flow takes 1 and link 1's others split the remaining 7
     assert rates([[0], [0], [0, 1], [1], [1]], [3.0, 8.0], solver=solver) == pytest.approx([1, 1, 1, 3.5, 3.5])
 
 
-@SOLVERS
 def test_caps_bind_before_links_and_free_the_rest(solver):
     assert rates([[0], [0], [0]], [9.0], caps=[1.0, INF, INF], solver=solver) == pytest.approx([1, 4, 4])
     assert rates([[0], [0]], [9.0], caps=[10.0, 10.0], solver=solver) == pytest.approx([4.5, 4.5])
 
 
-@SOLVERS
 def test_a_flow_with_nothing_to_limit_it_is_infinite_and_an_empty_set_is_fine(solver):
     assert rates([[], [0]], [5.0], solver=solver) == [INF, 5.0]
     assert solver(np.zeros((0, 4), dtype=int), np.array([1.0, INF]), np.zeros(0), None).size == 0
@@ -90,7 +93,6 @@ def progressive_filling(paths: list[list[int]], capacities: list[float], caps: l
     return rate
 
 
-@SOLVERS
 @pytest.mark.parametrize("seed", range(20))
 def test_matches_plain_progressive_filling(seed, solver):
     rng = np.random.default_rng(seed)
@@ -105,7 +107,6 @@ def test_matches_plain_progressive_filling(seed, solver):
     assert rates(paths, capacities, caps, solver=solver) == pytest.approx(expected, rel=1e-6)
 
 
-@SOLVERS
 def test_a_weighted_row_counts_as_that_many_identical_flows(solver):
     paths = np.array([[0, 2], [1, 2]])
     capacities = np.array([12.0, 12.0, np.inf])
@@ -113,6 +114,65 @@ def test_a_weighted_row_counts_as_that_many_identical_flows(solver):
     expanded = solver(np.array([[0, 2]] * 3 + [[1, 2]]), capacities, np.full(4, np.inf), None)
     assert weighted.tolist() == pytest.approx([expanded[0], expanded[3]])
     assert weighted.tolist() == pytest.approx([4, 12])
+
+
+def test_the_relaxed_solver_adds_back_a_dropped_link_that_the_relaxation_overloads():
+    solver = RelaxedMaxMin()
+    capacities = np.array([4.0, 100.0, 3.0, INF])
+    # link 0 binds (four flows at 1 each); link 2 carries one of them and is loaded 1/3: dropped
+    paths = np.array([[0, 3], [0, 3], [0, 3], [0, 2]])
+    solver(paths, capacities, np.full(4, INF), np.ones(4))
+    for _ in range(relaxed_rates.SHRINK_EVERY):
+        solver(paths, capacities, np.full(4, INF), np.ones(4), np.zeros(0, dtype=np.int64))
+    assert solver.kept.tolist() == [True, False, False, False]
+    # three more flows over link 2 (and link 1, dropped too): without the two links they would be unbounded
+    more = np.vstack([paths, [[1, 2]] * 3])
+    weights = np.ones(7)
+    got = solver(more, capacities, np.full(7, INF), weights, np.arange(4, 7))
+    assert got.tolist() == pytest.approx(progressive_filling_rates(more, capacities, np.full(7, INF), weights))
+    assert got.tolist() == pytest.approx([3.25 / 3] * 3 + [0.75] * 4)  # link 2 binds first now
+    assert solver.kept[2]
+
+
+# a sequence of computations on one evolving problem: a class changes path or cap (it is rekeyed), its flow
+# count changes (0: no flows) or a link's capacity changes
+LINKS, HOPS = 6, 3
+CLASS_PATH = st.lists(st.integers(0, LINKS), min_size=HOPS, max_size=HOPS)  # LINKS: the padding link
+REKEY = st.tuples(st.just("rekey"), st.integers(0, 19), CLASS_PATH, st.sampled_from([INF, INF, 0.5, 2.0]))
+COUNT = st.tuples(st.just("count"), st.integers(0, 19), st.integers(0, 3))
+CAPACITY = st.tuples(st.just("capacity"), st.integers(0, LINKS - 1), st.sampled_from([1.0, 3.0, 10.0]))
+
+
+@pytest.mark.parametrize("often", [False, True], ids=["as-configured", "drop-and-bypass-often"])
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.one_of(REKEY, COUNT, CAPACITY), max_size=6), min_size=1, max_size=25))
+def test_the_relaxed_solver_matches_the_reference_over_any_sequence_of_computations(often, computations):
+    paths = np.full((20, HOPS), LINKS, dtype=np.int64)
+    caps, weights = np.full(20, INF), np.zeros(20)
+    capacities = np.array([2.0, 4.0, 6.0, 8.0, 10.0, 12.0, INF])
+    solver = RelaxedMaxMin()
+    with pytest.MonkeyPatch.context() as patch:
+        if often:  # every other computation drops the links below the kept load or skips the relaxation, and
+            # some do not say which classes were rekeyed
+            patch.setattr(relaxed_rates, "SHRINK_EVERY", 2)
+            patch.setattr(relaxed_rates, "MERGE_AT_MOST", -100.0)
+            patch.setattr(relaxed_rates, "BYPASS_CALLS", 1)
+        for changes in computations:
+            rekeyed = []
+            for change in changes:
+                if change[0] == "rekey":
+                    _, cls, path, cap = change
+                    paths[cls], caps[cls] = path, cap
+                    rekeyed.append(cls)
+                elif change[0] == "count":
+                    weights[change[1]] = change[2]
+                else:
+                    capacities[change[1]] = change[2]
+            told = None if often and len(changes) % 3 == 0 else np.array(rekeyed, dtype=np.int64)  # None: unknown
+            got = solver(paths, capacities, caps, weights, told)
+            expected = progressive_filling_rates(paths, capacities, caps, weights)
+            live = weights > 0
+            assert got[live] == pytest.approx(expected[live], rel=1e-9)
 
 
 # a flow table's life: start a flow (source host, destination host, cap in Mb/s or none, whether it shares
@@ -135,7 +195,8 @@ def test_the_simulators_rates_match_the_reference_after_any_sequence_of_changes(
     fabric = FabricSpec(racks=3, hosts_per_rack=2, host_rate_mbps=100, eps_rate_mbps=30, ocs_rate_mbps=200)
     host_racks = {h: int(h[1]) for h in HOSTS}
     tables = [
-        FlowTable(FabricLinks(fabric, host_racks), solver) for solver in (max_min_rates, progressive_filling_rates)
+        FlowTable(FabricLinks(fabric, host_racks), solver)
+        for solver in (None, progressive_filling_rates, max_min_rates)
     ]
     task_links = [table.open_task_link(25 * 1e6 / 8) for table in tables]
     circuit, lit = Circuit(0, 1), False
@@ -162,5 +223,6 @@ def test_the_simulators_rates_match_the_reference_after_any_sequence_of_changes(
         for table in tables:
             table.settle()
         n = len(tables[0])
-        assert n == len(tables[1]) == len(started)
+        assert n == len(tables[1]) == len(tables[2]) == len(started)
         assert tables[0].rate[:n] == pytest.approx(tables[1].rate[:n], rel=1e-9)
+        assert tables[2].rate[:n] == pytest.approx(tables[1].rate[:n], rel=1e-9)

@@ -1,0 +1,240 @@
+"""Max-min fair rates computed over the links that bind, checked against all the others: the simulator's
+rate computation.
+
+At the paper's scale a computation covers some 18,000 flow classes, nearly all of them cross-rack flows
+held back by the 40 ToR-core links; their NICs rarely bind. Solving over fewer links is a relaxation: a
+flow class then stands only for the links kept, and classes that cross the same kept links (and have the
+same cap) merge into one row, a few hundred to a few thousand rows instead of 18,000. The max-min fair
+allocation is the lexicographic optimum of the sorted rate vector; when the relaxed problem's optimum is
+feasible for the full problem (no dropped link carries more than its capacity), it is the full
+problem's optimum too. So the rates are exact: a computation whose result overloads a dropped link adds
+that link back and solves again, at most once per link.
+
+Kept across computations (the object holds them): the links kept (those loaded to at least
+KEPT_LOAD of their capacity at the last computation, plus any that overloaded since; the ones below it
+are dropped every SHRINK_EVERY computations), and the merged rows, with a hash table from (kept links,
+cap) to row, so a computation regroups only the classes whose path or cap changed. Where the
+relaxation merges little (rack-local flows fill their NICs, as under JobPacker, and every NIC is kept),
+it steps aside: bottleneck first over every class, for the next BYPASS_CALLS computations.
+
+The measured reason for this shape rather than recomputing only the classes a change touches: in the
+paper-scale Fair run 54 % of the classes change rate between consecutive computations (the ToR-core
+links couple every cross-rack flow), in JobPacker's 5 % (bench/simulator.py, docs/running.md).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from hybridbed.simulator.fairshare import RELATIVE_TOLERANCE, max_min_rates, solver_arrays
+
+KEPT_LOAD = 0.5  # a link loaded to this share of its capacity stays in the relaxation (speed only: exact either way)
+SHRINK_EVERY = 32  # computations between drops of the links loaded below KEPT_LOAD
+MERGE_AT_MOST = 0.5  # rows / classes above which the relaxation is not worth its checks
+BYPASS_CALLS = 64  # computations the relaxation then steps aside for
+_FNV_OFFSET, _FNV_PRIME = np.uint64(1469598103934665603), np.uint64(1099511628211)
+
+
+class RelaxedMaxMin:
+    """A run's rate computation; it keeps state between computations, so one per flow table. Called as
+    `fairshare.max_min_rates` is, plus `rekeyed`: the classes whose path or cap changed since the previous
+    call (None: not known, so every class is regrouped). Same rates within RELATIVE_TOLERANCE."""
+
+    def __init__(self) -> None:
+        self.kept = np.zeros(0, dtype=np.bool_)  # per link: solved over (finite links only)
+        self._regroup_all = True  # no class is merged (after a reset)
+        self._toggled = np.zeros(0, dtype=np.bool_)  # links kept or dropped since the classes were merged
+        self._row_of = np.zeros(0, dtype=np.int64)  # each class's merged row (-1: none)
+        self._table = np.zeros(0, dtype=np.int64)  # hash table: (path over the kept links, cap) -> row
+        self._rows = (np.zeros((0, 0), dtype=np.int64), np.zeros(0))  # rows' paths over the kept links, caps
+        self._row_count = 0
+        self._reset_rows(1024, 0)
+        self._bypass = 0  # computations left to run without the relaxation
+        self.computations = 0
+        self.solves = 0  # relaxed solves (more than computations when a dropped link overloaded)
+
+    def __call__(
+        self,
+        paths: np.ndarray,
+        capacities: np.ndarray,
+        caps: np.ndarray,
+        weights: np.ndarray | None = None,
+        rekeyed: np.ndarray | None = None,
+    ) -> np.ndarray:
+        paths, capacities, caps, weights = solver_arrays(paths, capacities, caps, weights)
+        self.computations += 1
+        self._fit(paths, capacities.size)
+        if self._bypass > 0:
+            self._bypass -= 1
+            rates = max_min_rates(paths, capacities, caps, weights)
+            if self._bypass == 0:  # back to the relaxation, over the links that bind now
+                self._keep_loaded(_loads(paths, weights, rates, capacities.size), capacities)
+                self._reset_rows(self._rows[1].size, paths.shape[1])  # classes rekeyed meanwhile were not merged
+            return rates
+        classes = paths.shape[0]
+        padded = np.append(capacities, np.inf)  # the relaxation's padding link: the last
+        rates = np.empty(classes)
+        live = int(np.count_nonzero(weights > 0))
+        if rekeyed is None:
+            self._reset_rows(self._rows[1].size, paths.shape[1])
+            rekeyed = np.zeros(0, dtype=np.int64)
+        while True:
+            self.solves += 1
+            if self._regroup_all:
+                dirty = np.flatnonzero(weights > 0)
+            elif self._toggled.any():
+                dirty = np.concatenate([rekeyed, _crossing(paths, self._toggled)])
+            else:
+                dirty = rekeyed
+            rows = _merge(
+                paths, caps, dirty, self.kept, capacities.size, self._row_of, self._table, self._rows, self._row_count
+            )
+            if rows < 0:  # no room for another row: start again with room for twice the live classes
+                self._reset_rows(max(1024, 2 * live), paths.shape[1])
+                continue
+            self._regroup_all, self._row_count = False, rows
+            self._toggled[:] = False
+            rekeyed = rekeyed[:0]  # merged
+            row_weights = _row_weights(weights, self._row_of[:classes], rows)
+            if row_weights is None:  # a live class not merged yet (its flows came back without a rekey)
+                rekeyed = np.flatnonzero((weights > 0) & (self._row_of[:classes] < 0))
+                continue
+            used = int(np.count_nonzero(row_weights))
+            if rows > 2 * used + 64:  # mostly rows of classes gone: start again without them
+                self._reset_rows(self._rows[1].size, paths.shape[1])
+                continue
+            if used > MERGE_AT_MOST * live + 64:
+                self._bypass = BYPASS_CALLS
+                return max_min_rates(paths, capacities, caps, weights)
+            row_paths, row_caps = self._rows
+            row_rates = max_min_rates(row_paths[:rows], padded, row_caps[:rows], row_weights)
+            loads = _spread(paths, weights, self._row_of[:classes], row_rates, capacities.size, rates)
+            overloaded = ~self.kept & (loads > capacities * (1 + RELATIVE_TOLERANCE))
+            if not overloaded.any():
+                break
+            self.kept |= overloaded
+            self._toggled |= overloaded
+        if self.computations % SHRINK_EVERY == 0:
+            self._keep_loaded(loads, capacities)
+        return rates
+
+    def _keep_loaded(self, loads: np.ndarray, capacities: np.ndarray) -> None:
+        """Keep the links loaded to KEPT_LOAD of their capacity or more; drop the others."""
+        with np.errstate(invalid="ignore"):  # unused links of infinite capacity
+            kept = np.isfinite(capacities) & (loads >= KEPT_LOAD * capacities)
+        self._toggled |= kept != self.kept
+        self.kept = kept
+
+    def _fit(self, paths: np.ndarray, links: int) -> None:
+        """Room for this computation's classes and links (a flow table adds both as it grows)."""
+        classes, hops = paths.shape
+        if self.kept.size != links or self._rows[0].shape[1] != hops:
+            kept = np.zeros(links, dtype=np.bool_)
+            kept[: min(links, self.kept.size)] = self.kept[:links]
+            self.kept = kept
+            self._toggled = np.zeros(links, dtype=np.bool_)
+            self._reset_rows(self._rows[1].size, hops)  # the padding link moved
+        if self._row_of.size < classes:
+            self._row_of = np.full(max(classes, 2 * self._row_of.size), -1, dtype=np.int64)
+            self._reset_rows(self._rows[1].size, hops)
+
+    def _reset_rows(self, capacity: int, hops: int) -> None:
+        """No merged rows, no class merged: room for `capacity` rows."""
+        self._table = np.full(1 << (2 * capacity - 1).bit_length(), -1, dtype=np.int64)
+        self._rows = (np.empty((capacity, hops), dtype=np.int64), np.empty(capacity))
+        self._row_count = 0
+        self._row_of[:] = -1
+        self._regroup_all = True
+
+
+@numba.njit(cache=True)
+def _merge(paths, caps, dirty, kept, pad, row_of, table, rows, count):  # pragma: no cover (compiled)
+    """Give each of the `dirty` classes the row of its (path over the kept links, cap), adding rows after
+    the `count` there are as needed; returns the rows there are then, or -1 if there is no room."""
+    row_paths, row_caps = rows
+    hops = paths.shape[1]
+    size = table.size
+    key_path = np.empty(hops, dtype=np.int64)
+    for f in dirty:
+        key = _FNV_OFFSET
+        for h in range(hops):
+            link = paths[f, h]
+            key_path[h] = link if kept[link] else pad
+            key = (key ^ np.uint64(key_path[h])) * _FNV_PRIME
+        slot = np.int64(key & np.uint64(size - 1))
+        while True:
+            row = table[slot]
+            if row < 0:
+                if count == row_caps.size or 2 * (count + 1) > size:
+                    return -1
+                row = count
+                count += 1
+                table[slot] = row
+                row_paths[row] = key_path
+                row_caps[row] = caps[f]
+                break
+            same = row_caps[row] == caps[f]
+            for h in range(hops):
+                same = same and row_paths[row, h] == key_path[h]
+            if same:
+                break
+            slot = (slot + 1) & (size - 1)
+        row_of[f] = row
+    return count
+
+
+@numba.njit(cache=True)
+def _row_weights(weights, row_of, rows):  # pragma: no cover (compiled)
+    """Flows per merged row (None if a live class has no row)."""
+    merged = np.zeros(rows)
+    for f in range(weights.size):
+        if weights[f] > 0:
+            if row_of[f] < 0:
+                return None
+            merged[row_of[f]] += weights[f]
+    return merged
+
+
+@numba.njit(cache=True)
+def _spread(paths, weights, row_of, row_rates, links, rates):  # pragma: no cover (compiled)
+    """Each class's rate, its row's (into `rates`), and what every link then carries."""
+    classes, hops = paths.shape
+    loads = np.zeros(links)
+    for f in range(classes):
+        if weights[f] <= 0:
+            rates[f] = 0.0
+            continue
+        rate = row_rates[row_of[f]]
+        rates[f] = rate
+        for h in range(hops):
+            loads[paths[f, h]] += rate * weights[f]
+    return loads
+
+
+@numba.njit(cache=True)
+def _loads(paths, weights, rates, links):  # pragma: no cover (compiled)
+    """What every link carries at these rates."""
+    classes, hops = paths.shape
+    loads = np.zeros(links)
+    for f in range(classes):
+        if weights[f] > 0:
+            for h in range(hops):
+                loads[paths[f, h]] += rates[f] * weights[f]
+    return loads
+
+
+@numba.njit(cache=True)
+def _crossing(paths, links):  # pragma: no cover (compiled)
+    """The classes that cross any of the marked links (those without flows too: flows may come back to
+    them)."""
+    classes, hops = paths.shape
+    found = np.empty(classes, dtype=np.int64)
+    n = 0
+    for f in range(classes):
+        for h in range(hops):
+            if links[paths[f, h]]:
+                found[n] = f
+                n += 1
+                break
+    return found[:n]
