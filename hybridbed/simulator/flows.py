@@ -215,25 +215,18 @@ class FlowTable:
         """Move every flow on by dt seconds at its current rate."""
         if dt <= 0 or not self.flows:
             return
-        n = len(self.flows)
-        sent = self.rate[:n] * dt
-        self.remaining[:n] -= sent
-        self.ocs[:n] += sent * self.on_ocs[:n]
+        _advance(self.remaining, self.ocs, self.rate, self.on_ocs, len(self.flows), dt)
         self.core_bytes += self._core_rate * dt
         self.pair_bytes += self._pair_rate * dt
 
     def time_to_next_finish(self) -> float:
         if not self.flows:
             return np.inf
-        n = len(self.flows)
-        with np.errstate(divide="ignore"):
-            return max(0.0, float(np.min(self.remaining[:n] / self.rate[:n])))
+        return _time_to_next_finish(self.remaining, self.rate, len(self.flows))
 
     def pop_finished(self, now: float) -> list[Flow]:
         """Remove and return the flows that have sent everything (in the order they were started)."""
-        n = len(self.flows)
-        slack = np.maximum(FINISH_TOLERANCE_S, FINISH_FRACTION * (now - self.start[:n]))
-        done = np.flatnonzero(self.remaining[:n] <= self.rate[:n] * slack)
+        done = _finished_rows(self.remaining, self.rate, self.start, len(self.flows), now)
         finished = []
         for row in done[::-1]:  # from the end, so a row moved into a hole is never one still to remove
             finished.append(self._drop(row)[0])
@@ -339,3 +332,39 @@ def _spread_rates(
             if core_start <= link < core_stop:
                 core_rate[link - core_start] += r
     return core_rate, pair_rate
+
+
+@numba.njit(cache=True)
+def _advance(remaining, ocs, rate, on_ocs, n, dt):  # pragma: no cover (compiled)
+    """The first n flows send for dt seconds at their rates (into `remaining` and, over a circuit, `ocs`)."""
+    for row in range(n):
+        sent = rate[row] * dt
+        remaining[row] -= sent
+        if on_ocs[row]:
+            ocs[row] += sent
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _time_to_next_finish(remaining, rate, n):  # pragma: no cover (compiled)
+    """Seconds until the first of the first n flows has sent everything at its rate (0 if one is due)."""
+    soonest = np.inf
+    for row in range(n):
+        left = remaining[row] / rate[row]  # a flow with no rate: inf (nothing left: nan, due now)
+        if not left >= 0.0:
+            return 0.0
+        soonest = min(soonest, left)
+    return soonest
+
+
+@numba.njit(cache=True)
+def _finished_rows(remaining, rate, start, n, now):  # pragma: no cover (compiled)
+    """The rows, in order, of the first n flows that are done: within FINISH_FRACTION of their time so far
+    (and FINISH_TOLERANCE_S always) from their end at their rate."""
+    done = np.empty(n, dtype=np.int64)
+    count = 0
+    for row in range(n):
+        slack = max(FINISH_TOLERANCE_S, FINISH_FRACTION * (now - start[row]))
+        if remaining[row] <= rate[row] * slack:
+            done[count] = row
+            count += 1
+    return done[:count]
