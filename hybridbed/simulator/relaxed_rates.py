@@ -19,7 +19,8 @@ it steps aside: bottleneck first over every class, for the next BYPASS_CALLS com
 
 The measured reason for this shape rather than recomputing only the classes a change touches: in the
 paper-scale Fair run 54 % of the classes change rate between consecutive computations (the ToR-core
-links couple every cross-rack flow), in JobPacker's 5 % (bench/simulator.py, docs/running.md).
+links couple every cross-rack flow), and under JobPacker, where 5 % do, the components of the changed
+rows still hold half the rows (docs/reproductions.md, simulator speed).
 """
 
 from __future__ import annotations
