@@ -43,7 +43,8 @@ def max_min_rates(
     """Rates of F flows (each row may stand for `weights[i]` identical flows, which share its path and
     cap and each get the returned rate). `paths` is (F, K) link indices, padded with a link of infinite
     capacity; `capacities` holds every link's capacity; `caps` each flow's own limit (inf: none).
-    A flow with neither a finite link nor a cap gets an infinite rate."""
+    A flow with neither a finite link nor a cap gets an infinite rate; a row of weight 0 stands for no flow
+    and its rate means nothing."""
     return _bottleneck_first(*solver_arrays(paths, capacities, caps, weights))
 
 
@@ -105,18 +106,24 @@ def _bottleneck_first(paths, capacities, caps, weights):  # pragma: no cover (co
     counts = np.zeros(links)  # per link: the unfrozen flows it carries
     # the flows on each link, as one array sliced by `first` (compressed sparse rows)
     first = np.zeros(links + 1, dtype=np.int64)
+    finite = np.isfinite(capacities)  # a link of infinite capacity never binds: it lists no flows
     for f in range(flows):
-        for h in range(hops):
-            counts[paths[f, h]] += weights[f]
-            first[paths[f, h] + 1] += 1
+        if weights[f] > 0:  # a row without flows takes nothing and keeps an infinite rate
+            for h in range(hops):
+                link = paths[f, h]
+                if finite[link]:
+                    counts[link] += weights[f]
+                    first[link + 1] += 1
     first = np.cumsum(first)
     members = np.empty(first[-1], dtype=np.int64)
     filled = first[:-1].copy()
     for f in range(flows):
-        for h in range(hops):
-            link = paths[f, h]
-            members[filled[link]] = f
-            filled[link] += 1
+        if weights[f] > 0:
+            for h in range(hops):
+                link = paths[f, h]
+                if finite[link]:
+                    members[filled[link]] = f
+                    filled[link] += 1
     # the heap of finite links with flows, keyed by their share when last looked at
     keys = np.empty(links)
     ids = np.empty(links, dtype=np.int64)
