@@ -68,6 +68,19 @@ def solver_arrays(
 
 
 @numba.njit(cache=True)
+def link_loads(paths, weights, rates, links):  # pragma: no cover (compiled)
+    """What each of `links` links carries when every row with flows sends at its rate (a row without flows,
+    whose rate may be unbounded, carries nothing)."""
+    classes, hops = paths.shape
+    loads = np.zeros(links)
+    for f in range(classes):
+        if weights[f] > 0:
+            for h in range(hops):
+                loads[paths[f, h]] += rates[f] * weights[f]
+    return loads
+
+
+@numba.njit(cache=True)
 def _heap_before(keys, ids, a, b):  # pragma: no cover (compiled)
     """Heap order: lower share first, then lower link index (so ties resolve the same way every run)."""
     return keys[a] < keys[b] or (keys[a] == keys[b] and ids[a] < ids[b])

@@ -22,7 +22,7 @@ import numpy as np
 from hybridbed.controller.circuits import Circuit
 from hybridbed.scheduler.model import Task
 from hybridbed.simulator.fabric import FabricLinks
-from hybridbed.simulator.fairshare import RateSolver
+from hybridbed.simulator.fairshare import RateSolver, link_loads
 from hybridbed.simulator.relaxed_rates import RelaxedMaxMin
 from hybridbed.workers.shuffle import Connection
 
@@ -263,11 +263,9 @@ class FlowTable:
     def link_loads(self) -> np.ndarray:
         """Bytes/s crossing every link at the rates last computed."""
         classes = len(self._class_keys)
-        count = self.class_count[:classes]
-        # free rows hold no flows (their rate may be unbounded): they carry nothing
-        per_class = np.multiply(self.class_rate[:classes], count, out=np.zeros(classes), where=count > 0)
-        paths = self.class_paths[:classes]
-        return np.bincount(paths.ravel(), weights=np.repeat(per_class, paths.shape[1]), minlength=len(self.capacities))
+        return link_loads(
+            self.class_paths[:classes], self.class_count[:classes], self.class_rate[:classes], len(self.capacities)
+        )
 
     def settle(self) -> None:
         """Recompute the max-min fair rates if anything changed since the last time."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from hybridbed.simulator.fairshare import RELATIVE_TOLERANCE, max_min_rates, solver_arrays
+from hybridbed.simulator.fairshare import RELATIVE_TOLERANCE, link_loads, max_min_rates, solver_arrays
 
 KEPT_LOAD = 0.5  # a link loaded to this share of its capacity stays in the relaxation (speed only: exact either way)
 SHRINK_EVERY = 32  # computations between drops of the links loaded below KEPT_LOAD
@@ -70,7 +70,7 @@ class RelaxedMaxMin:
             self._bypass -= 1
             rates = max_min_rates(paths, capacities, caps, weights)
             if self._bypass == 0:  # back to the relaxation, over the links that bind now
-                self._keep_loaded(_loads(paths, weights, rates, capacities.size), capacities)
+                self._keep_loaded(link_loads(paths, weights, rates, capacities.size), capacities)
                 self._reset_rows(self._rows[1].size, paths.shape[1])  # classes rekeyed meanwhile were not merged
             return rates
         classes = paths.shape[0]
@@ -210,18 +210,6 @@ def _spread(paths, weights, row_of, row_rates, links, rates):  # pragma: no cove
         rates[f] = rate
         for h in range(hops):
             loads[paths[f, h]] += rate * weights[f]
-    return loads
-
-
-@numba.njit(cache=True)
-def _loads(paths, weights, rates, links):  # pragma: no cover (compiled)
-    """What every link carries at these rates."""
-    classes, hops = paths.shape
-    loads = np.zeros(links)
-    for f in range(classes):
-        if weights[f] > 0:
-            for h in range(hops):
-                loads[paths[f, h]] += rates[f] * weights[f]
     return loads
 
 
