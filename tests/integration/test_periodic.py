@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -17,15 +18,14 @@ INTERVAL_S = 0.5
 THRESHOLD_BYTES = 20_000  # below what one flow moves per interval even on the 1 Mb/s EPS uplink
 
 
+def periodic_ocs(**fields: Any) -> OcsSpec:
+    """An OCS reconfigured every INTERVAL_S, with the test's own other fields."""
+    return OcsSpec(mode="periodic", reconfig_interval_s=INTERVAL_S, **fields)
+
+
 @pytest.fixture(scope="module")
 def periodic():
-    ocs = OcsSpec(
-        mode="periodic",
-        reconfig_interval_s=INTERVAL_S,
-        reconfig_delay_ms=10,
-        demand_source="both",
-        elephant_threshold_bytes=THRESHOLD_BYTES,
-    )
+    ocs = periodic_ocs(reconfig_delay_ms=10, demand_source="both", elephant_threshold_bytes=THRESHOLD_BYTES)
     with HybridNetwork(FabricSpec(racks=3, hosts_per_rack=1), ocs) as net:
         yield net
 
@@ -101,13 +101,8 @@ def test_only_marked_aggregates_count_and_their_backlog_reaches_the_threshold():
     # marked flow and rack 1's unmarked one both head for rack 0 (one OCS port in): only 2->0 gets it. At
     # 0.5 Mb/s each (they share rack 0's 1 Mb/s EPS downlink) a pair moves ~31 kB per 0.5 s interval, so
     # the 100 kB threshold is crossed by the backlog of several intervals, never by one
-    ocs = OcsSpec(
-        mode="periodic",
-        reconfig_interval_s=INTERVAL_S,
-        demand_source="measured",
-        measured_demand="backlog",
-        steering="elephant",
-        elephant_threshold_bytes=100_000,
+    ocs = periodic_ocs(
+        demand_source="measured", measured_demand="backlog", steering="elephant", elephant_threshold_bytes=100_000
     )
     fabric = FabricSpec(racks=3, hosts_per_rack=2, host_rate_mbps=10, eps_rate_mbps=1, ocs_rate_mbps=10)
     with HybridNetwork(fabric, ocs) as net:
@@ -136,13 +131,8 @@ def test_only_marked_aggregates_count_and_their_backlog_reaches_the_threshold():
 
 def test_an_ocs_that_reconfigures_every_interval_relights_an_unchanged_matching():
     # skip_unchanged false: the same circuit goes dark for the delay and comes back at every interval
-    ocs = OcsSpec(
-        mode="periodic",
-        reconfig_interval_s=INTERVAL_S,
-        reconfig_delay_ms=20,
-        demand_source="hints",
-        elephant_threshold_bytes=THRESHOLD_BYTES,
-        skip_unchanged=False,
+    ocs = periodic_ocs(
+        reconfig_delay_ms=20, demand_source="hints", elephant_threshold_bytes=THRESHOLD_BYTES, skip_unchanged=False
     )
     with HybridNetwork(FabricSpec(racks=3, hosts_per_rack=1), ocs) as net:
         net.controller.set_demand(_demand(3, {(0, 1): 5e6}))
