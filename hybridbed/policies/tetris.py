@@ -38,8 +38,9 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field
 
@@ -48,6 +49,8 @@ from hybridbed.scheduler.model import Job, Resources, Task
 from hybridbed.scheduler.pending import PendingTasks
 from hybridbed.scheduler.policy import Policy, PolicyParams
 from hybridbed.scheduler.transfers import expected_duration_s
+
+CandidateT = TypeVar("CandidateT")
 
 
 @dataclass(slots=True)
@@ -73,19 +76,30 @@ def alignment(free: Resources, demand: Resources, capacity: Resources) -> float:
     return sum(f * d for f, d in zip(normalised(free, capacity), normalised(demand, capacity)))
 
 
+def best_first(pool: list[CandidateT], key: Callable[[CandidateT], Any]) -> Iterator[CandidateT]:
+    """The pool by `key`, highest first (ties in pool order), sorted only if the best is turned down: a
+    choice needs the best candidate alone unless its remote read finds no room at its block's source."""
+    best = max(pool, key=key)
+    yield best
+    yield from (c for c in sorted(pool, key=key, reverse=True) if c is not best)
+
+
 class PackingScores:
     """The alignment of each demand with a host's free resources, None where it does not fit in every
-    modelled dimension; worked out once per distinct demand in a decision (jobs share few)."""
+    modelled dimension; worked out once per distinct demand in a decision (jobs share few). Kept by the
+    demand's identity, which skips hashing its fields (stages alike share one demand object,
+    `ClusterState.stage_offers`); each entry holds its demand, so that no identity is reused meanwhile."""
 
     def __init__(self, free: Resources, capacity: Resources):
         self.free, self.capacity = free, capacity
-        self._scores: dict[Resources, float | None] = {}
+        self._scores: dict[int, tuple[Resources, float | None]] = {}
 
     def of(self, demand: Resources) -> float | None:
-        if demand not in self._scores:
+        known = self._scores.get(id(demand))
+        if known is None:
             fits = demand.fits_in(self.free, self.capacity)
-            self._scores[demand] = alignment(self.free, demand, self.capacity) if fits else None
-        return self._scores[demand]
+            known = self._scores[id(demand)] = (demand, alignment(self.free, demand, self.capacity) if fits else None)
+        return known[1]
 
 
 def remaining_work(pending: PendingTasks, capacity: Resources) -> float:
@@ -179,9 +193,7 @@ class TetrisPolicy(Policy):
         mean_alignment = sum(c.alignment for c in pool) / len(pool)
         mean_work = sum(c.remaining_work for c in pool) / len(pool)
         epsilon = self.params.srtf_weight * mean_alignment / mean_work if mean_work > 0 else 0.0
-        for best in sorted(
-            pool, key=lambda c: (c.alignment - epsilon * c.remaining_work, -c.job.spec.arrival_s), reverse=True
-        ):
+        for best in best_first(pool, lambda c: (c.alignment - epsilon * c.remaining_work, -c.job.spec.arrival_s)):
             task = cluster.best_in_stage(best.job, best.stage, host)[0]
             if self.params.resources == "cores_memory" or cluster.source_has_room(task, host):
                 return task

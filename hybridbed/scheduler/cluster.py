@@ -163,6 +163,7 @@ class StageOffer:
     stage: int
     finished: int  # of its tasks
     tasks: int
+    pending: int  # of its tasks: `tasks - pending` have started (the next to start is that many-th)
     local: Resources
     remote: Resources
     by_host: dict[str, dict[str, Task]] | None  # a root stage's pending tasks by the hosts holding their blocks
@@ -313,7 +314,7 @@ class ClusterState:
     def released_stages(self, job: Job) -> list[int]:
         """The job's stages with parents that may start, in stage order (worked out again only when the
         job's finished tasks, or without precedence its pending ones, changed: policies ask at every decision)."""
-        done = (tuple(job.stage_done), self.precedence or len(self.pending[job.job_id]))
+        done = (job.progress, self.precedence or len(self.pending[job.job_id]))
         cached = self._released.get(job.job_id)
         if cached is None or cached[0] != done:
             if len(self._released) > 4 * len(self.jobs) + 64:  # drop finished jobs now and then
@@ -346,7 +347,7 @@ class ClusterState:
         """`runnable_stages` with each one's demand as placed (`placed_demand`), worked out again only when the
         job's pending or finished tasks changed: packing policies weigh every job's stages at every decision."""
         pending = self.pending[job.job_id]
-        state = (pending.revision, tuple(job.stage_done))
+        state = (pending.revision, job.progress)
         cached = self._offers.get(job.job_id)
         if cached is None or cached[0] != state:
             if len(self._offers) > 4 * len(self.jobs) + 64:  # drop finished jobs now and then
@@ -354,16 +355,16 @@ class ClusterState:
             offers = []
             for i in self.runnable_stages(job):
                 first = job.stages[i].tasks[0]  # a stage's tasks share their demand
-                finished, tasks = job.stage_done[i], len(job.stages[i].tasks)
+                finished, tasks, waiting = job.stage_done[i], len(job.stages[i].tasks), len(pending.stages[i].tasks)
                 demand = self._alike.setdefault(first.demand, first.demand)
                 if job.stages[i].parents:
-                    offers.append(StageOffer(i, finished, tasks, demand, demand, None))
+                    offers.append(StageOffer(i, finished, tasks, waiting, demand, demand, None))
                 elif first.kind is StageKind.MAP and first.input_block is not None:
                     local, remote = (placed_demand(first.demand, remote) for remote in (False, True))
                     local, remote = self._alike.setdefault(local, local), self._alike.setdefault(remote, remote)
-                    offers.append(StageOffer(i, finished, tasks, local, remote, pending.stages[i].by_host))
+                    offers.append(StageOffer(i, finished, tasks, waiting, local, remote, pending.stages[i].by_host))
                 else:  # a root stage without input blocks: no host holds one (best_in_stage: read elsewhere)
-                    offers.append(StageOffer(i, finished, tasks, demand, demand, pending.stages[i].by_host))
+                    offers.append(StageOffer(i, finished, tasks, waiting, demand, demand, pending.stages[i].by_host))
             cached = self._offers[job.job_id] = (state, offers)
         return cached[1]
 

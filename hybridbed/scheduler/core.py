@@ -153,7 +153,7 @@ class SchedulerCore:
         self._leave_hosts(task)
         job.task_stopped(task)
         task.state, task.finished_s = TaskState.DONE, now
-        job.stage_done[task.stage] += 1
+        job.task_done(task.stage)
         for child in job.stages[task.stage].children:
             if job.stage_ready_s[child] is None and self.cluster.dependencies_met(job, child):
                 job.stage_ready_s[child] = now
@@ -193,7 +193,7 @@ class SchedulerCore:
             if task.state in ON_HOST:
                 self._stop_and_requeue(task)
             else:
-                self.cluster.jobs[task.job_id].stage_done[task.stage] -= 1
+                self.cluster.jobs[task.job_id].task_undone(task.stage)
                 self._requeue(task)
         return requeued
 

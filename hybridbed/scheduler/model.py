@@ -258,7 +258,8 @@ class Job:
     n_running: int = 0
     launches: int = 0  # task attempts started, ever (a task that moved to another host was started again)
     allocated: Resources = Resources(0, 0)  # the demands of its running tasks, summed
-    stage_done: list[int] = field(default_factory=list)  # finished tasks per stage
+    stage_done: list[int] = field(default_factory=list)  # finished tasks per stage (`task_done`, `task_undone`)
+    progress: int = 0  # counts every change to stage_done: what is cached of it is stale when this moved
     started_s: float | None = None
     finished_s: float | None = None
     # per stage, when its dependencies were met (roots: at arrival; None: not yet)
@@ -267,17 +268,15 @@ class Job:
     maps: list[Task] = field(init=False)  # the root stages' tasks
     reduces: list[Task] = field(init=False)  # the other stages' tasks
     root_stages: list[int] = field(init=False)
+    job_id: str = field(init=False)  # the spec's, kept here: policies ask for it for every job at every decision
 
     def __post_init__(self) -> None:
+        self.job_id = self.spec.job_id
         self.stage_done = [0] * len(self.stages)
         self.stage_ready_s = [None] * len(self.stages)
         self.root_stages = [i for i, s in enumerate(self.stages) if not s.parents]
         self.maps = [t for s in self.stages if not s.parents for t in s.tasks]
         self.reduces = [t for s in self.stages if s.parents for t in s.tasks]
-
-    @property
-    def job_id(self) -> str:
-        return self.spec.job_id
 
     @property
     def strict_precedence(self) -> bool:
@@ -313,6 +312,15 @@ class Job:
     def task_stopped(self, task: Task) -> None:
         self.n_running -= 1
         self.allocated = self.allocated - task.allocation
+
+    def task_done(self, stage: int) -> None:
+        self.stage_done[stage] += 1
+        self.progress += 1
+
+    def task_undone(self, stage: int) -> None:
+        """A finished task's output was lost: it must run again."""
+        self.stage_done[stage] -= 1
+        self.progress += 1
 
     def task_reallocated(self, before: Resources, after: Resources) -> None:
         self.allocated = self.allocated - before + after

@@ -56,7 +56,7 @@ def test_rack_pairs_follow_every_start_move_finish_and_fetch(seed):
             start(job, task, rng.choice(list(HOSTS)))
         elif move < 0.3 and task in job.maps:
             task.state = TaskState.DONE
-            job.stage_done[task.stage] += 1
+            job.task_done(task.stage)
         elif task in job.reduces and task.state is TaskState.RUNNING:
             task.fetched.add(rng.choice(job.maps).task_id)
         got = demand.rack_pairs(jobs, HOSTS, RACKS)
