@@ -15,8 +15,8 @@ are matched without preference (priScore 1). The lower bounds CPLen, TWork, ModC
 go to the run's plan.csv beside the planned length, when the schedule was asked for and used from, and
 its build's wall time.
 
-Online (Fig. 8), for a host with room, every runnable stage of every job offers a task (the best
-located one; a stage's tasks are alike):
+Online (Fig. 8), for a host with room, every runnable stage of every job offers a task (a stage's tasks
+are alike: the best located one starts if the stage is chosen):
 
     perfScore = priScore · {pScore, oScore} − η · srpt_job
 
@@ -34,10 +34,16 @@ located one; a stage's tasks are alike):
 - priScore (§5): 1 − rank/N for the task planned to start rank-th of the DAG's N (`pri_score:
   absolute`, the paper's), or that divided by the priScore of the job's next task in its schedule among
   the runnable ones (`relative`, hybridbed's variant: with the absolute ranks a newly arrived job's
-  first tasks, near 1, beat a running job's later ones, near 0);
+  first tasks, near 1, beat a running job's later ones, near 0). The k-th task of a stage to start takes
+  the k-th best priScore of the stage's tasks in the schedule: BuildSchedule orders alike tasks only by
+  how many of them have started, and which one is best located here says nothing of the schedule;
 - srpt: the job's remaining work (Σ over its pending tasks of duration × normalised demand);
 - η = m · mean(priScore · score) / mean(srpt) over the decision's candidates of the winning tier (pScore
   or oScore), m = 0.2 (§8.5).
+
+A remote read also needs its disk-read and network-out allotment free at its block's host (Tetris
+§3.2, on which DAGPS's matcher builds); as Tetris does, that is checked for the chosen candidate, and
+the next best starts when it has none.
 
 Fairness: one deficit counter per job group (the jobs' `queue`). After each choice every group with
 work gains f(demand) · (its fair share − 1 if the task is its own else 0), f the task's dominant share
@@ -57,23 +63,40 @@ import networkx as nx
 from pydantic import Field
 
 from hybridbed.policies.planning.dagps import DEFAULT_STEP, build_schedule, lower_bounds
-from hybridbed.policies.tetris import PackingScores, RemainingWork, normalised
-from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.policies.tetris import PackingScores, RemainingWork, best_first, normalised
+from hybridbed.scheduler.cluster import ClusterState, HostState, StageOffer
 from hybridbed.scheduler.model import Job, Resources, StageSpec, Task
 from hybridbed.scheduler.policy import Policy, PolicyParams
 from hybridbed.scheduler.transfers import expected_duration_s
 
-UNPLANNED: dict[tuple[int, int], float] = defaultdict(lambda: 1.0)  # priScores of a job whose schedule is not built yet
 FUNGIBLE = (2, 3, 4, 5)  # Resources.vector()'s disk read/write and network in/out: what oScore may overbook
+StagePriorities = dict[int, list[float]]  # per stage, its tasks' priScores, highest first
 
 
-@dataclass
+@dataclass(slots=True)
 class Candidate:
-    task: Task
-    group: str
+    """A job's offer for the host: one of its stages (a stage's tasks are alike; the best located one is
+    picked once the stage is chosen)."""
+
+    job: Job
+    stage: int
     score: float  # priScore · pScore, or priScore · oScore for an overbooking candidate
     srpt: float
     overbooks: bool
+
+
+def stage_priorities(pri_scores: dict[tuple[int, int], float]) -> StagePriorities:
+    """The schedule's priScores per stage, highest first: the k-th task of a stage to start takes the
+    stage's k-th (a stage's tasks are alike, so the schedule orders how many of them start, not which)."""
+    by_stage: dict[int, list[float]] = defaultdict(list)
+    for (stage, _), score in pri_scores.items():
+        by_stage[stage].append(score)
+    return {stage: sorted(scores, reverse=True) for stage, scores in by_stage.items()}
+
+
+def next_priority(priorities: StagePriorities | None, offer: StageOffer) -> float:
+    """priScore of the stage's next task to start (1 while the job's schedule is not built)."""
+    return 1.0 if priorities is None else priorities[offer.stage][offer.tasks - offer.pending]
 
 
 def overbooking_gain(demand: Resources, host: HostState) -> float:
@@ -96,18 +119,18 @@ ScheduleKey = tuple[tuple[StageSpec, ...], int]  # a DAG's shape and the machine
 
 @dataclass(frozen=True)
 class Planned:
-    """A built schedule: priScores by (stage, index), its plan.csv fields, the job it was built for, and
-    when it was asked for."""
+    """A built schedule: its priScores per stage, its plan.csv fields, the job it was built for, and when it
+    was asked for."""
 
-    pri_scores: dict[tuple[int, int], float]
+    priorities: StagePriorities
     row: dict
     planned_for: str
     requested_s: float
 
 
 def plan_dag(dag: nx.DiGraph, machines: int, step: float) -> tuple[dict, dict]:
-    """BuildSchedule and the lower bounds for one DAG: its priScores and plan.csv fields (run by the plan
-    solver, off the decision path)."""
+    """BuildSchedule and the lower bounds for one DAG: its priScores per stage and plan.csv fields (run by
+    the plan solver, off the decision path)."""
     schedule = build_schedule(dag, machines, step)
     bounds = lower_bounds(dag, machines)
     row = {
@@ -118,7 +141,7 @@ def plan_dag(dag: nx.DiGraph, machines: int, step: float) -> tuple[dict, dict]:
         "mod_cp_s": bounds.mod_cp,
         "new_lb_s": bounds.new_lb,
     }
-    return schedule.pri_scores(), {k: round(v, 3) for k, v in row.items()}
+    return stage_priorities(schedule.pri_scores()), {k: round(v, 3) for k, v in row.items()}
 
 
 def job_dag(job: Job, capacity: Resources) -> nx.DiGraph:
@@ -186,7 +209,7 @@ class DagpsPolicy(Policy):
         self._planned: dict[ScheduleKey, Planned] = {}
         self._waiting: dict[ScheduleKey, tuple[nx.DiGraph, list[str]]] = {}  # to plan: its DAG, jobs waiting
         self._planning: ScheduleKey | None = None  # the schedule the plan solver is building
-        self._pri: dict[str, dict[tuple[int, int], float]] = {}  # job -> (stage, index) -> priScore
+        self._pri: dict[str, StagePriorities] = {}  # job -> its schedule's priScores per stage
         self._rows: list[dict] = []
         self._deficit: dict[str, float] = {}
         self._work = RemainingWork()
@@ -211,9 +234,9 @@ class DagpsPolicy(Policy):
         if solved is not None:
             key, self._planning = self._planning, None
             _, jobs = self._waiting.pop(key)
-            pri_scores, row = solved.value
+            priorities, row = solved.value
             self._planned[key] = Planned(
-                pri_scores, {**row, "build_wall_s": round(solved.wall_s, 3)}, jobs[0], solved.requested_s
+                priorities, {**row, "build_wall_s": round(solved.wall_s, 3)}, jobs[0], solved.requested_s
             )
             for job_id in jobs:
                 if job_id in cluster.jobs:
@@ -225,7 +248,7 @@ class DagpsPolicy(Policy):
 
     def _use(self, key: ScheduleKey, job_id: str, now: float) -> None:
         planned = self._planned[key]
-        self._pri[job_id] = planned.pri_scores
+        self._pri[job_id] = planned.priorities
         self._rows.append(
             {
                 "job_id": job_id,
@@ -257,14 +280,14 @@ class DagpsPolicy(Policy):
         candidates = self._candidates(host, cluster)
         if not candidates:
             return None
-        groups = {c.group for c in candidates} | {j.spec.queue for j in cluster.launchable.values()}
+        groups = {c.job.spec.queue for c in candidates} | {j.spec.queue for j in cluster.launchable.values()}
         for group in list(self._deficit):
             if group not in groups:
                 del self._deficit[group]  # nothing to run: no credit kept
         pool = candidates
         if self._deficit:
             deprived = max(sorted(self._deficit), key=self._deficit.__getitem__)
-            own = [c for c in candidates if c.group == deprived]
+            own = [c for c in candidates if c.job.spec.queue == deprived]
             if self._deficit[deprived] >= self.params.unfairness and own:
                 pool = own
         fitting = [c for c in pool if not c.overbooks]
@@ -272,64 +295,58 @@ class DagpsPolicy(Policy):
         mean_score = sum(c.score for c in pool) / len(pool)
         mean_srpt = sum(c.srpt for c in pool) / len(pool)
         eta = self.params.srpt_weight * mean_score / mean_srpt if mean_srpt > 0 else 0.0
-        best = max(pool, key=lambda c: (c.score - eta * c.srpt, -cluster.jobs[c.task.job_id].spec.arrival_s))
-        self._charge(best, groups, cluster)
-        return best.task
+        for best in best_first(pool, lambda c: (c.score - eta * c.srpt, -c.job.spec.arrival_s)):
+            task, remote = cluster.best_in_stage(best.job, best.stage, host)
+            if not remote or cluster.source_has_room(task, host):
+                self._charge(task, best.job.spec.queue, groups, cluster)
+                return task
+        return None
 
     def _candidates(self, host: HostState, cluster: ClusterState) -> list[Candidate]:
+        """Each launchable job's offer of every runnable stage that fits the host (or may overbook it), scored
+        by the priScore of the stage's next task and the packing score of its demand as placed here. A remote
+        read's source is checked for room only for the candidate chosen (as Tetris does)."""
         scores = PackingScores(host.free, host.capacity)
+        gains: dict[Resources, float] = {}  # oScore per demand: it depends on the demand and the host alone
         overbooking, relative = self.params.overbooking, self.params.pri_score == "relative"
+        kept_remote = 1 - self.params.remote_penalty
         found = []
         for job in cluster.launchable.values():
-            stage_offers = cluster.stage_offers(job)
-            offered = []  # (stage, demand as placed here, its packing score; None: it overbooks)
-            for offer in stage_offers:
-                demand, _ = offer.placed(host.name)
+            offers = cluster.stage_offers(job)
+            priorities = self._pri.get(job.job_id)
+            # relative: over the job's next task in its schedule among those it may start
+            first = max(next_priority(priorities, o) for o in offers) if relative and offers else 1.0
+            srpt = None
+            for offer in offers:
+                demand, remote = offer.placed(host.name)
                 fit = scores.of(demand)
-                if fit is not None or (overbooking and demand.allocatable_in(host.free)):
-                    offered.append((offer.stage, demand, fit))
-            if not offered:
-                continue
-            pri, waiting = self._pri.get(job.job_id, UNPLANNED), cluster.pending[job.job_id].stages
-            # the task best_in_stage gives is the one the stage's offer placed its demand for
-            offers = [(*cluster.best_in_stage(job, s, host), demand, fit) for s, demand, fit in offered]
-            first = 1.0
-            if relative:
-                # the job's next task in its schedule: over the offers, and the first task of each stage
-                # not offered here (not worth finding its best located task)
-                stages_offered = {s for s, _, _ in offered}
-                first = max(
-                    [pri[(t.stage, t.index)] for t, _, _, _ in offers]
-                    + [
-                        pri[(o.stage, waiting[o.stage].first().index)]
-                        for o in stage_offers
-                        if o.stage not in stages_offered
-                    ]
-                )
-            srpt = self._work.of(job.job_id, cluster.pending[job.job_id], host.capacity)
-            for task, remote, placed, fit in offers:
-                if remote and not cluster.source_has_room(task, host):
-                    continue
-                if fit is None:
-                    score = overbooking_gain(placed, host)
+                if fit is not None:
+                    score = fit * kept_remote if remote else fit
+                elif overbooking and demand.allocatable_in(host.free):
+                    score = gains.get(demand, -1.0)
+                    if score < 0:
+                        score = gains[demand] = overbooking_gain(demand, host)
                     if score <= 0:
                         continue
                 else:
-                    score = fit * (1 - self.params.remote_penalty if remote else 1.0)
+                    continue
+                if srpt is None:
+                    srpt = self._work.of(job.job_id, cluster.pending[job.job_id], host.capacity)
                 found.append(
-                    Candidate(task, job.spec.queue, pri[(task.stage, task.index)] / first * score, srpt, fit is None)
+                    Candidate(job, offer.stage, next_priority(priorities, offer) / first * score, srpt, fit is None)
                 )
         return found
 
-    def _charge(self, chosen: Candidate, groups: set[str], cluster: ClusterState) -> None:
-        """Deficit counters: every group with work is owed its share of what was handed out."""
+    def _charge(self, task: Task, chosen: str, groups: set[str], cluster: ClusterState) -> None:
+        """Deficit counters: every group with work is owed its share of what was handed out (`task`, to the
+        group `chosen`)."""
         if len(groups) < 2:
             self._deficit.clear()
             return
         if self.params.fairness == "drf":
-            amount = cluster.dominant_fraction(chosen.task.demand)
+            amount = cluster.dominant_fraction(task.demand)
         else:
             amount = 1 / sum(h.slots for h in cluster.hosts.values() if h.alive)
         share = 1 / len(groups)
         for group in groups:
-            self._deficit[group] = self._deficit.get(group, 0.0) + amount * (share - (group == chosen.group))
+            self._deficit[group] = self._deficit.get(group, 0.0) + amount * (share - (group == chosen))

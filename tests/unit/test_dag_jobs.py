@@ -14,7 +14,7 @@ from hybridbed.config.validation import SpecError
 from hybridbed.experiments.scenarios import validate_scenario
 from hybridbed.experiments.simulated import run_simulation
 from hybridbed.policies.dag_order import BfsPolicy, CriticalPathPolicy
-from hybridbed.policies.dagps import DagpsPolicy, overbooking_gain
+from hybridbed.policies.dagps import DagpsPolicy, next_priority, overbooking_gain, stage_priorities
 from hybridbed.policies.fair import FairPolicy
 from hybridbed.policies.tetris import TetrisPolicy
 from hybridbed.scheduler.assembly import container
@@ -279,6 +279,50 @@ def test_dagps_online_follows_its_schedule_where_tetris_packs_greedily():
     assert run_alone(TetrisPolicy(), spec, capacity) == pytest.approx(20.2)
     assert run_alone(dagps(), spec, capacity) == pytest.approx(10.2)
     assert run_alone(dagps(pri_score="relative"), spec, capacity) == pytest.approx(10.2)
+
+
+def test_the_kth_task_of_a_stage_to_start_takes_the_stages_kth_priscore():
+    """A stage's tasks are alike, so the schedule orders how many of them start, not which: the next task to
+    start takes the best priScore not yet taken, whichever task is best located; a requeued one gives its back."""
+    assert stage_priorities({(0, 0): 0.25, (0, 1): 1.0, (0, 2): 0.5, (1, 0): 0.75}) == {
+        0: [1.0, 0.5, 0.25],
+        1: [0.75],
+    }
+    priorities = {0: [1.0, 0.5, 0.25]}
+    state = cluster(hosts=1, slots=1)
+    core = SchedulerCore(FairPolicy(), state, random.Random(1), replicas=1)
+    job = build_job(dag_spec("j", 0.0, (StageSpec("a", 3, 1.0, (), input_bytes=300),)), CONTAINER)
+    core.submit(job, 0.0)
+    [offer] = state.stage_offers(job)
+    assert next_priority(priorities, offer) == 1.0 and next_priority(None, offer) == 1.0
+    [launch] = core.schedule(0.0)
+    [offer] = state.stage_offers(job)
+    assert (offer.tasks, offer.pending) == (3, 2) and next_priority(priorities, offer) == 0.5
+    core.task_failed(launch.task.task_id, launch.task.attempt, 1.0)
+    [offer] = state.stage_offers(job)
+    assert next_priority(priorities, offer) == 1.0
+
+
+@pytest.mark.parametrize("policy", [dagps, TetrisPolicy], ids=["dagps", "tetris"])
+def test_a_remote_read_waits_while_its_blocks_host_has_no_room_and_the_next_best_task_starts(policy):
+    """The best candidate reads its block from the other host (Tetris §3.2: that host serves the read from
+    its disk and NIC); once that host's disk is taken, the policy starts its next best task instead."""
+    capacity = Resources(4, 4000, disk_read_mbps=100, disk_write_mbps=100, net_in_mbps=100, net_out_mbps=100)
+
+    def first_choice(source_busy: bool) -> str:
+        state = ClusterState(1, {n: HostState(n, 0, 4, capacity) for n in ("h0", "h1")}, slowstart=1.0)
+        core = SchedulerCore(FairPolicy(), state, random.Random(1), replicas=1)
+        wide = StageSpec("read", 1, 1.0, (), input_bytes=1000, demand=Resources(2, 2000, disk_read_mbps=50))
+        core.submit(build_job(dag_spec("reader", 0.0, (wide,)), CONTAINER), 0.0)
+        core.submit(build_job(dag_spec("small", 0.0, (StageSpec("s", 1, 100.0, ()),)), CONTAINER), 0.0)
+        [source] = state.jobs["reader"].maps[0].input_block.replicas
+        if source_busy:
+            state.hosts[source].hold("ingest", Resources(0, 0, disk_read_mbps=100, net_out_mbps=100))
+        asking = state.hosts["h1" if source == "h0" else "h0"]
+        return policy().next_task(asking, state).job_id
+
+    assert first_choice(source_busy=False) == "reader"
+    assert first_choice(source_busy=True) == "small"
 
 
 def test_overbooking_pays_when_more_tasks_progress_on_the_overbooked_disk():
