@@ -38,6 +38,20 @@ def test_stage_offers_follow_launches_and_releases():
     assert offer.finished == 0 and offer.tasks == 1 and offer.by_host is None
 
 
+def test_stage_offers_take_back_a_release_when_a_finished_maps_output_is_lost():
+    """A lost host's finished map runs again: its stage is offered again, and the reduce it released is not."""
+    core, cluster = small_cluster()
+    submit(core, "j", maps=2, reduces=1)
+    job = cluster.jobs["j"]
+    launches = core.schedule(0.0)
+    for launch in launches:
+        core.task_finished(launch.task.task_id, launch.task.attempt, 1.0)
+    assert [o.stage for o in cluster.stage_offers(job)] == [1]
+    core.host_lost(launches[0].host, 2.0)
+    [offer] = cluster.stage_offers(job)
+    assert (offer.stage, offer.finished, offer.pending) == (0, 1, 1)
+
+
 def test_a_stage_offer_places_a_map_where_its_block_is():
     core, cluster = small_cluster()
     submit(core, "j", maps=1, reduces=1)
