@@ -200,17 +200,9 @@ def _row_weights(weights, row_of, rows):  # pragma: no cover (compiled)
 @numba.njit(cache=True)
 def _spread(paths, weights, row_of, row_rates, links, rates):  # pragma: no cover (compiled)
     """Each class's rate, its row's (into `rates`), and what every link then carries."""
-    classes, hops = paths.shape
-    loads = np.zeros(links)
-    for f in range(classes):
-        if weights[f] <= 0:
-            rates[f] = 0.0
-            continue
-        rate = row_rates[row_of[f]]
-        rates[f] = rate
-        for h in range(hops):
-            loads[paths[f, h]] += rate * weights[f]
-    return loads
+    for f in range(weights.size):
+        rates[f] = row_rates[row_of[f]] if weights[f] > 0 else 0.0
+    return link_loads(paths, weights, rates, links)
 
 
 @numba.njit(cache=True)
