@@ -1,47 +1,48 @@
-"""Simulation against emulation: one small scenario on both backends, the makespan of every setup side
-by side. Target: simulated / emulated within 15 % for every setup, and the same ordering of setups.
-Runs the emulation, so as root (about 5 minutes for the quickstart scenario):
-    .venv/bin/python bench/sim_vs_emu.py [scenario.yaml] [--policies fair,corral,jobpacker,f-eps]
+"""Simulation against emulation: one scenario on both backends, the makespan of every setup side by side, and
+where the emulated run's time went against the simulated one's (each job's phases, the tasks' and fetches'
+own times, circuit time, how busy the containers were while work waited).
+Target: simulated / emulated makespan within 15 % for every setup, and the same ordering of setups.
+
+Runs the emulation, so as root (about 5 minutes for the quickstart scenario, 45 for jobpacker-geni); both
+comparisons stay in --out. Given --emulated and --simulated comparison directories, it only reads them:
+    .venv/bin/python bench/sim_vs_emu.py [scenario.yaml] [--policies fair,corral,jobpacker,f-eps] [--out DIR]
+    .venv/bin/python bench/sim_vs_emu.py --emulated DIR --simulated DIR
 """
 
 from __future__ import annotations
 
 import argparse
-import tempfile
+import time
 from pathlib import Path
 
+import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
 from hybridbed.experiments.comparison import compare, default_setups
 from hybridbed.experiments.scenarios import load_scenario
+from hybridbed.results.load import load
+from hybridbed.results.phases import last_job_phases, phase_measures
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "scenarios" / "quickstart.yaml"
 TARGET = 0.15
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("scenario", nargs="?", type=Path, default=QUICKSTART)
-    parser.add_argument("--policies", help="comma-separated setups (default: the scenario's comparison setups)")
-    args = parser.parse_args()
-    setups = args.policies.split(",") if args.policies else default_setups(load_scenario(args.scenario))
-    tables = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for backend in ("simulation", "emulation"):
-            scenario = load_scenario(args.scenario, {"backend": backend})
-            tables[backend] = compare(scenario, setups, Path(tmp) / backend).set_index("setup")
-    sim, emu = tables["simulation"], tables["emulation"]
-    table = Table(title=f"{args.scenario.stem}: simulated vs emulated makespan")
-    for column in (
-        "setup",
-        "emulated s",
-        "simulated s",
-        "simulated / emulated",
-        f"within {TARGET:.0%}",
-        "shuffle OCS share emu",
-        "shuffle OCS share sim",
-    ):
+def run_both(scenario_path: Path, setups: list[str] | None, out: Path) -> tuple[Path, Path, list[str]]:
+    """Both backends' comparisons of the scenario, simulated first (a minute at most), into out/<backend>."""
+    setups = setups or default_setups(load_scenario(scenario_path))
+    for backend in ("simulation", "emulation"):
+        compare(load_scenario(scenario_path, {"backend": backend}), setups, out / backend)
+    return out / "emulation", out / "simulation", setups
+
+
+def makespan_table(emulated: Path, simulated: Path, setups: list[str], console: Console) -> None:
+    sim = pd.read_csv(simulated / "comparison.csv").set_index("setup")
+    emu = pd.read_csv(emulated / "comparison.csv").set_index("setup")
+    table = Table(title="simulated vs emulated makespan")
+    for column in ("setup", "emulated s", "simulated s", "simulated / emulated", f"within {TARGET:.0%}"):
+        table.add_column(column, justify="right")
+    for column in ("shuffle OCS share emu", "shuffle OCS share sim", "fidelity emu"):
         table.add_column(column, justify="right")
     for setup in setups:
         ratio = sim.makespan_s[setup] / emu.makespan_s[setup]
@@ -53,8 +54,8 @@ def main() -> None:
             "yes" if abs(ratio - 1) <= TARGET else "no",
             f"{emu.shuffle_ocs_share[setup]:.2f}",
             f"{sim.shuffle_ocs_share[setup]:.2f}",
+            str(emu.fidelity[setup]),
         )
-    console = Console()
     console.print(table)
     order_emu = list(emu.makespan_s[setups].sort_values().index)
     order_sim = list(sim.makespan_s[setups].sort_values().index)
@@ -62,6 +63,52 @@ def main() -> None:
         f"ordering, fastest first: emulated {' < '.join(order_emu)}; simulated {' < '.join(order_sim)}; "
         f"{'same' if order_emu == order_sim else 'different'}"
     )
+
+
+def phase_table(emulated: Path, simulated: Path, setups: list[str], console: Console) -> pd.DataFrame:
+    """Every setup's measures of where time went, emulated beside simulated; returned as one frame."""
+    frames = []
+    for setup in setups:
+        emu, sim = load(emulated / setup), load(simulated / setup)
+        side = pd.DataFrame({"emulated": phase_measures(emu), "simulated": phase_measures(sim)})
+        side["sim / emu"] = side.simulated / side.emulated
+        table = Table(title=f"{setup}: where the time went")
+        for column in ("measure", "emulated", "simulated", "sim / emu"):
+            table.add_column(column, justify="right")
+        for measure, row in side.iterrows():
+            table.add_row(str(measure), *(f"{v:.3g}" for v in row))
+        console.print(table)
+        last = pd.DataFrame({"emulated": last_job_phases(emu), "simulated": last_job_phases(sim)})
+        console.print(f"{setup}: the last job to finish, phases in s")
+        console.print(last.to_string())
+        frames.append(side.assign(setup=setup))
+    return pd.concat(frames)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("scenario", nargs="?", type=Path, default=QUICKSTART)
+    parser.add_argument("--policies", help="comma-separated setups (default: the scenario's comparison setups)")
+    parser.add_argument(
+        "--out", type=Path, help="where both comparisons go (default results/<scenario>-sim-vs-emu-<time>)"
+    )
+    parser.add_argument("--emulated", type=Path, help="an emulated comparison's directory, read instead of run")
+    parser.add_argument("--simulated", type=Path, help="the simulated comparison of the same scenario")
+    args = parser.parse_args()
+    if (args.emulated is None) != (args.simulated is None):
+        parser.error("--emulated and --simulated go together")
+    if args.emulated:
+        emulated, simulated = args.emulated, args.simulated
+        setups = list(pd.read_csv(emulated / "comparison.csv").setup)
+        out = args.out or emulated
+        out.mkdir(parents=True, exist_ok=True)
+    else:
+        out = args.out or Path("results") / f"{args.scenario.stem}-sim-vs-emu-{time.strftime('%Y%m%d-%H%M%S')}"
+        emulated, simulated, setups = run_both(args.scenario, args.policies.split(",") if args.policies else None, out)
+    console = Console()
+    makespan_table(emulated, simulated, setups, console)
+    phase_table(emulated, simulated, setups, console).to_csv(out / "sim_vs_emu_phases.csv")
+    console.print(f"phases side by side: {out / 'sim_vs_emu_phases.csv'}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,131 @@
+"""Where a run's time went: each job's phases, the tasks' and transfers' own times, the circuits' lit and
+dark time and how busy the containers were while work waited, read from the run's result files only.
+
+Two runs of one scenario (emulated and simulated, or two policies) can then be set side by side measure by
+measure: `bench/sim_vs_emu.py` does so to show where an emulated run loses time against its simulation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from hybridbed.results.load import RunResults
+from hybridbed.results.timeline import circuit_timeline, run_end_s
+
+JOB_PHASES = ("wait_s", "map_s", "shuffle_tail_s", "reduce_s")
+
+
+def job_phases(run: RunResults) -> pd.DataFrame:
+    """One row per finished job (index job_id): its arrival, first task start, last map end, last fetch end
+    and finish, and the four phases they bound:
+    - `wait_s`: arrival to the first task's start;
+    - `map_s`: first task's start to the last map's end;
+    - `shuffle_tail_s`: last map's end to the last fetch's end (0 when the fetches ended with the maps);
+    - `reduce_s`: from then to the job's finish (the reducers' compute and write).
+    Only a job's final attempts count: a task run again counts from its last start."""
+    tasks = run.tasks.sort_values("attempt").drop_duplicates("task_id", keep="last")
+    maps = tasks[tasks.kind == "map"]
+    shuffle = run.flows[run.flows.kind == "shuffle"] if not run.flows.empty else run.flows
+    times = pd.DataFrame(
+        {
+            "arrival_s": run.jobs.set_index("job_id").arrival_s,
+            "first_start_s": tasks.groupby("job_id").start_s.min(),
+            "maps_done_s": maps.groupby("job_id").finish_s.max(),
+            "fetched_s": shuffle.groupby("job_id").end_s.max() if not shuffle.empty else np.nan,
+            "finish_s": run.jobs.set_index("job_id").finish_s,
+        }
+    ).loc[run.jobs.job_id]
+    maps_done = times.maps_done_s.fillna(times.first_start_s)
+    fetched = times.fetched_s.fillna(maps_done).clip(lower=maps_done)
+    return times.assign(
+        wait_s=times.first_start_s - times.arrival_s,
+        map_s=maps_done - times.first_start_s,
+        shuffle_tail_s=fetched - maps_done,
+        reduce_s=times.finish_s - fetched,
+    )
+
+
+def _task_times(run: RunResults) -> dict[str, float]:
+    """Mean seconds of a map, of a reducer's shuffle (its start to its last fetch's end) and of its reduce
+    (from then to its end), over finished attempts."""
+    tasks = run.tasks
+    durations = tasks.finish_s - tasks.start_s
+    reducers = tasks[tasks.kind != "map"]
+    fetches = run.flows[run.flows.kind == "shuffle"] if not run.flows.empty else run.flows
+    fetched = (
+        fetches.groupby(["task_id", "attempt"]).end_s.max().rename("fetched_s")
+        if not fetches.empty
+        else pd.Series(dtype=float, name="fetched_s")
+    )
+    reducers = reducers.join(fetched, on=["task_id", "attempt"])
+    fetched_s = reducers.fetched_s.fillna(reducers.start_s).clip(lower=reducers.start_s, upper=reducers.finish_s)
+    return {
+        "map task s (mean)": float(durations[tasks.kind == "map"].mean()),
+        "reducer shuffle s (mean)": float((fetched_s - reducers.start_s).mean()),
+        "reducer compute s (mean)": float((reducers.finish_s - fetched_s).mean()),
+    }
+
+
+def _transfer_rates(run: RunResults) -> dict[str, float]:
+    """Per path of the shuffle connections (rack, eps, ocs, mixed): their count and their goodput in Mb/s,
+    all their bytes over all their seconds (a connection's own rate while it was open)."""
+    measures: dict[str, float] = {}
+    flows = run.flows
+    if flows.empty or "path" not in flows:
+        return measures
+    shuffle = flows[(flows.kind == "shuffle") & (flows.bytes > 0)]
+    for path, group in shuffle.groupby("path"):
+        seconds = (group.end_s - group.start_s).clip(lower=1e-6).sum()
+        measures[f"{path} fetches"] = float(len(group))
+        measures[f"{path} fetch Mb/s"] = float(group.bytes.sum() * 8 / seconds / 1e6)
+    return measures
+
+
+def _circuit_times(run: RunResults) -> dict[str, float]:
+    """Circuit-seconds lit and dark, and the number of reconfigurations that lit a new circuit."""
+    if run.ocs_events.empty:
+        return {"circuit s lit": 0.0, "circuit s dark": 0.0}
+    timeline = circuit_timeline(run.ocs_events, run_end_s(run.tasks, run.links, run.ocs_events))
+    return {
+        "circuit s lit": float((timeline.lit.until_s - timeline.lit.from_s).sum()),
+        "circuit s dark": float((timeline.dark.until_s - timeline.dark.from_s).sum()),
+    }
+
+
+def _busy_while_waiting(run: RunResults) -> dict[str, float]:
+    """Time-weighted mean of the tasks running while tasks were pending (from allocation.csv): a scheduler
+    that keeps its containers busy shows the cluster's slots here, one that is slow to launch fewer."""
+    samples = run.allocation
+    if samples.empty:
+        return {}
+    held = samples.time_s.diff().shift(-1).fillna(0.0)
+    waiting = samples.pending_tasks > 0
+    if not (held[waiting] > 0).any():
+        return {}
+    return {
+        "tasks running while some pending (mean)": float(
+            np.average(samples.running_tasks[waiting], weights=held[waiting])
+        )
+    }
+
+
+def phase_measures(run: RunResults) -> pd.Series:
+    """One run's measures of where its time went, by name (units in the names)."""
+    phases = job_phases(run)
+    measures: dict[str, float] = {"makespan s": float(run.summary.get("makespan_s") or np.nan)}
+    for phase in JOB_PHASES:
+        measures[f"job {phase.removesuffix('_s').replace('_', ' ')} s (mean)"] = float(phases[phase].mean())
+    measures.update(_task_times(run))
+    measures.update(_transfer_rates(run))
+    measures.update(_circuit_times(run))
+    measures["reconfigurations"] = float(run.summary.get("reconfigurations") or 0)
+    measures.update(_busy_while_waiting(run))
+    return pd.Series(measures)
+
+
+def last_job_phases(run: RunResults) -> pd.Series:
+    """The phases of the job that finished last (the one that set the makespan), with its id."""
+    phases = job_phases(run)
+    last = phases.finish_s.idxmax()
+    return pd.concat([pd.Series({"job": last}), phases.loc[last, ["arrival_s", *JOB_PHASES, "finish_s"]]])

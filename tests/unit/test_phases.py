@@ -1,0 +1,91 @@
+"""Where a run's time went (results/phases.py), from hand-made result tables whose phases are known."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from hybridbed.results.load import RunResults
+from hybridbed.results.phases import job_phases, last_job_phases, phase_measures
+
+
+def task(task_id, job, kind, start, finish, attempt=0):
+    return {"task_id": task_id, "job_id": job, "kind": kind, "attempt": attempt, "start_s": start, "finish_s": finish}
+
+
+def fetch(task_id, job, start, end, nbytes, path, attempt=0):
+    return {
+        "job_id": job,
+        "task_id": task_id,
+        "attempt": attempt,
+        "kind": "shuffle",
+        "bytes": nbytes,
+        "start_s": start,
+        "end_s": end,
+        "path": path,
+    }
+
+
+def two_job_run() -> RunResults:
+    """j0 arrives at 0: maps 1-5 and 2-6 (the second ran again after a first attempt that ended at 4), a
+    reducer from 5 fetching until 8 and computing until 11. j1 arrives at 3: one map 4-9, no reducer."""
+    jobs = pd.DataFrame(
+        {"job_id": ["j0", "j1"], "arrival_s": [0.0, 3.0], "finish_s": [11.0, 9.0], "jct_s": [11.0, 6.0]}
+    )
+    tasks = pd.DataFrame(
+        [
+            task("j0-m0", "j0", "map", 1.0, 5.0),
+            task("j0-m1", "j0", "map", 0.5, 4.0),
+            task("j0-m1", "j0", "map", 2.0, 6.0, attempt=1),
+            task("j0-r0", "j0", "reduce", 5.0, 11.0),
+            task("j1-m0", "j1", "map", 4.0, 9.0),
+        ]
+    )
+    flows = pd.DataFrame(
+        [
+            fetch("j0-r0", "j0", 5.0, 7.0, 250_000, "eps"),  # 1 Mb/s
+            fetch("j0-r0", "j0", 6.0, 8.0, 2_500_000, "ocs"),  # 10 Mb/s
+        ]
+    )
+    allocation = pd.DataFrame(
+        {"time_s": [0.0, 2.0, 6.0, 11.0], "running_tasks": [1, 2, 1, 0], "pending_tasks": [1, 1, 0, 0]}
+    )
+    summary = {"makespan_s": 11.0, "reconfigurations": 3}
+    return RunResults(
+        Path("."),
+        summary,
+        {
+            "jobs": jobs,
+            "tasks": tasks,
+            "flows": flows,
+            "allocation": allocation,
+            "ocs_events": pd.DataFrame(),
+            "links": pd.DataFrame(),
+        },
+    )
+
+
+def test_a_jobs_phases_run_from_arrival_to_first_start_to_last_map_to_last_fetch_to_finish():
+    phases = job_phases(two_job_run())
+    j0, j1 = phases.loc["j0"], phases.loc["j1"]
+    # the rerun map's first start (0.5) does not count: the job's first start is 1.0
+    assert (j0.wait_s, j0.map_s, j0.shuffle_tail_s, j0.reduce_s) == (1.0, 5.0, 2.0, 3.0)
+    # no reducer: no shuffle tail, nothing after the maps
+    assert (j1.wait_s, j1.map_s, j1.shuffle_tail_s, j1.reduce_s) == (1.0, 5.0, 0.0, 0.0)
+    assert last_job_phases(two_job_run())["job"] == "j0"
+
+
+def test_measures_split_a_reducer_into_shuffle_and_compute_and_rate_fetches_by_path():
+    measures = phase_measures(two_job_run())
+    assert measures["makespan s"] == 11.0
+    assert measures["reducer shuffle s (mean)"] == 3.0  # 5 -> 8
+    assert measures["reducer compute s (mean)"] == 3.0  # 8 -> 11
+    assert measures["map task s (mean)"] == pytest.approx((4 + 3.5 + 4 + 5) / 4)  # every finished attempt
+    assert measures["eps fetch Mb/s"] == pytest.approx(1.0)
+    assert measures["ocs fetch Mb/s"] == pytest.approx(10.0)
+    assert measures["job shuffle tail s (mean)"] == 1.0
+    # 1 task for 2 s, then 2 tasks for 4 s while some were pending; after 6 s nothing pending
+    assert measures["tasks running while some pending (mean)"] == pytest.approx((1 * 2 + 2 * 4) / 6)
+    assert measures["reconfigurations"] == 3
