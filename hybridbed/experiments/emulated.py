@@ -56,7 +56,8 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
     processes: list[subprocess.Popen] = []
     status = "failed"
     t0 = time.time()
-    monitor = FidelityMonitor(scenario.fabric, out_dir / "fidelity.csv")
+    host_pids = {a.name: net.net.get(a.name).pid for a in net.plan.hosts()}
+    monitor = FidelityMonitor(scenario.fabric, out_dir / "fidelity.csv", host_pids)
     try:
         layout = CgroupLayout.detect()
         roots = layout.create_task_roots(net.run_id)
@@ -270,7 +271,9 @@ def _add_fidelity(out_dir: Path, monitor: FidelityMonitor) -> None:
     if not (out_dir / "summary.json").exists() or not samples_path.exists():
         return
     events = pd.read_csv(out_dir / "ocs_events.csv")
-    fidelity = fidelity_summary(pd.read_csv(samples_path), events, monitor.cpu_share_of_a_core)
+    fidelity = fidelity_summary(
+        pd.read_csv(samples_path), events, monitor.cpu_share_of_a_core, monitor.tcp_retransmitted_share
+    )
     update_summary(out_dir, {"fidelity": fidelity})
 
 

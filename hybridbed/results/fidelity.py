@@ -131,8 +131,14 @@ def judge(cpu: dict, links: dict[str, dict], circuits: dict) -> Verdict:
     return Verdict("warn", warn) if warn else Verdict("ok", [])
 
 
-def fidelity_summary(samples: pd.DataFrame, ocs_events: pd.DataFrame, monitor_cpu_share: float | None) -> dict:
-    """summary.json's `fidelity` object."""
+def fidelity_summary(
+    samples: pd.DataFrame,
+    ocs_events: pd.DataFrame,
+    monitor_cpu_share: float | None,
+    tcp_retransmitted_share: float | None = None,
+) -> dict:
+    """summary.json's `fidelity` object; the share of TCP segments the hosts retransmitted is reported, not
+    judged (the simulator's fluid transfers lose nothing to loss recovery: docs/network.md)."""
     cpu, links, circuits = cpu_measures(samples), link_measures(samples), circuit_measures(ocs_events)
     verdict = judge(cpu, links, circuits)
     return {
@@ -141,5 +147,6 @@ def fidelity_summary(samples: pd.DataFrame, ocs_events: pd.DataFrame, monitor_cp
         **cpu,
         "links": links,
         **circuits,
+        "tcp_retransmitted_share": None if tcp_retransmitted_share is None else round(tcp_retransmitted_share, 4),
         "monitor_cpu_share": None if monitor_cpu_share is None else round(monitor_cpu_share, 4),
     }

@@ -8,6 +8,10 @@ sent then is what it could send: its achieved rate over its configured rate says
 Switch ports are the one end of every link the run's namespace holds: a ToR's port to a host carries the
 host link's downward direction, a ToR's EPS and OCS ports the uplinks, the EPS and OCS ports the downlinks.
 
+At its start and stop it also reads every emulated host's TCP counters (segments sent and retransmitted,
+from /proc/<pid>/net/snmp of a process in the host's namespace): the simulator's transfers are fluid, so
+the share of segments TCP had to send again is what the emulated transfers lost to loss recovery.
+
 The monitor counts its own cost (its thread's CPU and that of every `tc` it runs) so that a run can say
 what watching it took.
 """
@@ -51,6 +55,27 @@ class ShapedPort:
 
 
 @dataclass(frozen=True)
+class TcpSegments:
+    sent: int
+    retransmitted: int
+
+
+def parse_tcp_segments(snmp: str) -> TcpSegments:
+    """Segments sent (OutSegs) and retransmitted (RetransSegs) from the text of /proc/net/snmp."""
+    header, values = (line.split()[1:] for line in snmp.splitlines() if line.startswith("Tcp:"))
+    fields = dict(zip(header, values))
+    return TcpSegments(int(fields["OutSegs"]), int(fields["RetransSegs"]))
+
+
+def read_tcp_segments(pid: int) -> TcpSegments | None:
+    """The TCP counters of the network namespace process `pid` is in; None once it is gone."""
+    try:
+        return parse_tcp_segments(Path(f"/proc/{pid}/net/snmp").read_text())
+    except OSError:
+        return None
+
+
+@dataclass(frozen=True)
 class QdiscCounters:
     bytes_sent: int
     backlog_bytes: int
@@ -88,10 +113,16 @@ def parse_qdiscs(tc_json: str) -> dict[str, QdiscCounters]:
 
 class FidelityMonitor:
     """Samples into `path` from start() until stop(); times are seconds after `origin_unix`. Must be started
-    from a thread inside the run's network namespace (its thread, and the `tc` it runs, inherit it)."""
+    from a thread inside the run's network namespace (its thread, and the `tc` it runs, inherit it).
+    `host_pids`: a process in each emulated host's namespace (its shell), whose TCP counters to read."""
 
-    def __init__(self, fabric: FabricSpec, path: Path, interval_s: float = SAMPLE_INTERVAL_S):
+    def __init__(
+        self, fabric: FabricSpec, path: Path, host_pids: dict[str, int], interval_s: float = SAMPLE_INTERVAL_S
+    ):
         self.ports = {p.interface: p for p in shaped_ports(fabric)}
+        self.host_pids = host_pids
+        self.tcp_sent = 0  # segments the hosts sent between start() and stop(), and of them retransmitted
+        self.tcp_retransmitted = 0
         self.path = path
         self.interval_s = interval_s
         self.own_cpu_s = 0.0  # the sampling thread's CPU and its tc processes'
@@ -113,6 +144,14 @@ class FidelityMonitor:
             self._thread = None
 
     @property
+    def tcp_retransmitted_share(self) -> float | None:
+        """Retransmitted segments per segment the hosts sent while watched (None: none sent)."""
+        return self.tcp_retransmitted / self.tcp_sent if self.tcp_sent else None
+
+    def _read_tcp(self) -> dict[str, TcpSegments]:
+        return {host: seen for host, pid in self.host_pids.items() if (seen := read_tcp_segments(pid)) is not None}
+
+    @property
     def cpu_share_of_a_core(self) -> float:
         """The monitor's own cost: CPU seconds per second watched."""
         return self.own_cpu_s / self.watched_s if self.watched_s else 0.0
@@ -131,6 +170,7 @@ class FidelityMonitor:
         thread_cpu, started = time.thread_time(), time.monotonic()
         psutil.cpu_percent(interval=None)  # opens the first interval
         before, before_t = self._read_qdiscs(), time.time()
+        tcp_before = self._read_tcp()
         with self.path.open("w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=FIDELITY_FIELDS)
             writer.writeheader()
@@ -161,5 +201,9 @@ class FidelityMonitor:
                 before, before_t = now_counters, now_t
                 if stopping:
                     break
+        for host, end in self._read_tcp().items():
+            if (begin := tcp_before.get(host)) is not None:
+                self.tcp_sent += end.sent - begin.sent
+                self.tcp_retransmitted += end.retransmitted - begin.retransmitted
         self.own_cpu_s += time.thread_time() - thread_cpu
         self.watched_s = time.monotonic() - started

@@ -4,13 +4,14 @@ reads: the shaped ports of a fabric and tc's qdisc statistics."""
 from __future__ import annotations
 
 import json
+import os
 
 import pandas as pd
 
 from hybridbed.config.fabric import FabricSpec
 from hybridbed.controller.events import OcsEvent
 from hybridbed.results.fidelity import BACKLOG_MIN_BYTES, fidelity_summary
-from hybridbed.testbed.fidelity_monitor import parse_qdiscs, shaped_ports
+from hybridbed.testbed.fidelity_monitor import parse_qdiscs, parse_tcp_segments, read_tcp_segments, shaped_ports
 
 QUEUE = 4 * BACKLOG_MIN_BYTES
 
@@ -112,3 +113,24 @@ def test_the_root_qdisc_of_every_interface_is_read():
     counters = parse_qdiscs(json.dumps(tc))
     assert counters["tor0-eth3"].bytes_sent == 9000 and counters["tor0-eth3"].backlog_bytes == 3028
     assert counters["tor0-eth3"].drops == 2 and set(counters) == {"tor0-eth3", "lo"}
+
+
+def test_tcp_segments_sent_and_retransmitted_are_read_from_a_namespaces_snmp_counters():
+    snmp = (
+        "Ip: Forwarding DefaultTTL\nIp: 1 64\n"
+        "Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab "
+        "InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors\n"
+        "Tcp: 1 200 120000 -1 614 416 6 70 0 98503 57527 412 0 364 0\n"
+        "Udp: InDatagrams NoPorts\nUdp: 5 0\n"
+    )
+    segments = parse_tcp_segments(snmp)
+    assert (segments.sent, segments.retransmitted) == (57527, 412)
+    mine = read_tcp_segments(os.getpid())  # this process's namespace has its counters too
+    assert mine is not None and mine.sent >= mine.retransmitted >= 0
+    assert read_tcp_segments(2**22 + 1) is None  # beyond pid_max: no such process
+
+
+def test_the_retransmitted_share_is_reported_beside_the_verdict_and_does_not_change_it():
+    healthy = samples({"tor-eps": [1.0]}, cpu=[40.0] * 20)
+    fidelity = fidelity_summary(healthy, events([]), None, tcp_retransmitted_share=0.31234)
+    assert fidelity["tcp_retransmitted_share"] == 0.3123 and fidelity["verdict"] == "ok"
