@@ -70,7 +70,7 @@ def phase_table(emulated: Path, simulated: Path, setups: list[str], console: Con
     frames = []
     for setup in setups:
         emu, sim = load(emulated / setup), load(simulated / setup)
-        side = pd.DataFrame({"emulated": phase_measures(emu), "simulated": phase_measures(sim)})
+        side = pd.concat([phase_measures(emu), phase_measures(sim)], axis=1, keys=["emulated", "simulated"], sort=False)
         side["sim / emu"] = side.simulated / side.emulated
         table = Table(title=f"{setup}: where the time went")
         for column in ("measure", "emulated", "simulated", "sim / emu"):

@@ -1,5 +1,6 @@
 """Where a run's time went: each job's phases, the tasks' and transfers' own times, the circuits' lit and
-dark time and how busy the containers were while work waited, read from the run's result files only.
+dark time, the bytes on the wire per byte moved, and how busy the containers were while work waited, read
+from the run's result files only.
 
 Two runs of one scenario (emulated and simulated, or two policies) can then be set side by side measure by
 measure: `bench/sim_vs_emu.py` does so to show where an emulated run loses time against its simulation.
@@ -11,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from hybridbed.results.load import RunResults
+from hybridbed.results.path_accounting import uplink_bytes
 from hybridbed.results.timeline import circuit_timeline, run_end_s
 
 JOB_PHASES = ("wait_s", "map_s", "shuffle_tail_s", "reduce_s")
@@ -82,6 +84,21 @@ def _transfer_rates(run: RunResults) -> dict[str, float]:
     return measures
 
 
+def _wire_overhead(run: RunResults) -> dict[str, float]:
+    """Bytes the ToRs sent up (EPS and OCS) per byte the transfers between racks moved: 1 in the simulator;
+    in the emulation headers, acknowledgements and retransmissions add to it (with the share of TCP segments
+    the hosts sent again, which the fidelity monitor counts)."""
+    flows = run.flows
+    if flows.empty or run.links.empty:
+        return {}
+    between_racks = flows.bytes[flows.src_rack != flows.dst_rack].sum()
+    measures = {"uplink bytes per byte between racks": float(sum(uplink_bytes(run.links)) / between_racks)}
+    retransmitted = (run.summary.get("fidelity") or {}).get("tcp_retransmitted_share")
+    if retransmitted is not None:
+        measures["TCP segments retransmitted (share)"] = float(retransmitted)
+    return measures
+
+
 def _circuit_times(run: RunResults) -> dict[str, float]:
     """Circuit-seconds lit and dark, and the number of reconfigurations that lit a new circuit."""
     if run.ocs_events.empty:
@@ -118,6 +135,7 @@ def phase_measures(run: RunResults) -> pd.Series:
         measures[f"job {phase.removesuffix('_s').replace('_', ' ')} s (mean)"] = float(phases[phase].mean())
     measures.update(_task_times(run))
     measures.update(_transfer_rates(run))
+    measures.update(_wire_overhead(run))
     measures.update(_circuit_times(run))
     measures["reconfigurations"] = float(run.summary.get("reconfigurations") or 0)
     measures.update(_busy_while_waiting(run))

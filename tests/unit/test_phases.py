@@ -17,6 +17,8 @@ def task(task_id, job, kind, start, finish, attempt=0):
 
 def fetch(task_id, job, start, end, nbytes, path, attempt=0):
     return {
+        "src_rack": 0,
+        "dst_rack": 0 if path == "rack" else 1,
         "job_id": job,
         "task_id": task_id,
         "attempt": attempt,
@@ -52,7 +54,7 @@ def two_job_run() -> RunResults:
     allocation = pd.DataFrame(
         {"time_s": [0.0, 2.0, 6.0, 11.0], "running_tasks": [1, 2, 1, 0], "pending_tasks": [1, 1, 0, 0]}
     )
-    summary = {"makespan_s": 11.0, "reconfigurations": 3}
+    summary = {"makespan_s": 11.0, "reconfigurations": 3, "fidelity": {"tcp_retransmitted_share": 0.02}}
     return RunResults(
         Path("."),
         summary,
@@ -62,7 +64,13 @@ def two_job_run() -> RunResults:
             "flows": flows,
             "allocation": allocation,
             "ocs_events": pd.DataFrame(),
-            "links": pd.DataFrame(),
+            "links": pd.DataFrame(
+                {
+                    "time_s": [0.0, 0.0, 11.0, 11.0],
+                    "link": ["tor0-eps", "tor0-ocs0", "tor0-eps", "tor0-ocs0"],
+                    "tx_bytes": [0, 0, 300_000, 2_700_000],
+                }
+            ),
         },
     )
 
@@ -89,3 +97,6 @@ def test_measures_split_a_reducer_into_shuffle_and_compute_and_rate_fetches_by_p
     # 1 task for 2 s, then 2 tasks for 4 s while some were pending; after 6 s nothing pending
     assert measures["tasks running while some pending (mean)"] == pytest.approx((1 * 2 + 2 * 4) / 6)
     assert measures["reconfigurations"] == 3
+    # 3 MB went up the uplinks for 2.75 MB moved between racks; the hosts retransmitted 2 % of their segments
+    assert measures["uplink bytes per byte between racks"] == pytest.approx(3.0 / 2.75)
+    assert measures["TCP segments retransmitted (share)"] == 0.02
