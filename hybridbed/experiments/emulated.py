@@ -271,9 +271,7 @@ def _add_fidelity(out_dir: Path, monitor: FidelityMonitor) -> None:
     if not (out_dir / "summary.json").exists() or not samples_path.exists():
         return
     events = pd.read_csv(out_dir / "ocs_events.csv")
-    fidelity = fidelity_summary(
-        pd.read_csv(samples_path), events, monitor.cpu_share_of_a_core, monitor.tcp_retransmitted_share
-    )
+    fidelity = fidelity_summary(pd.read_csv(samples_path), events, monitor.cpu_share_of_a_core, monitor.tcp)
     update_summary(out_dir, {"fidelity": fidelity})
 
 

@@ -135,10 +135,11 @@ def fidelity_summary(
     samples: pd.DataFrame,
     ocs_events: pd.DataFrame,
     monitor_cpu_share: float | None,
-    tcp_retransmitted_share: float | None = None,
+    tcp: dict[str, int] | None = None,
 ) -> dict:
-    """summary.json's `fidelity` object; the share of TCP segments the hosts retransmitted is reported, not
-    judged (the simulator's fluid transfers lose nothing to loss recovery: docs/network.md)."""
+    """summary.json's `fidelity` object. The hosts' TCP counters over the run (`tcp`, with the share of segments
+    sent again) are reported, not judged: the simulator's fluid transfers lose nothing to loss recovery
+    (docs/network.md)."""
     cpu, links, circuits = cpu_measures(samples), link_measures(samples), circuit_measures(ocs_events)
     verdict = judge(cpu, links, circuits)
     return {
@@ -147,6 +148,11 @@ def fidelity_summary(
         **cpu,
         "links": links,
         **circuits,
-        "tcp_retransmitted_share": None if tcp_retransmitted_share is None else round(tcp_retransmitted_share, 4),
+        "tcp": _with_retransmitted_share(tcp) if tcp else None,
         "monitor_cpu_share": None if monitor_cpu_share is None else round(monitor_cpu_share, 4),
     }
+
+
+def _with_retransmitted_share(tcp: dict[str, int]) -> dict:
+    sent = tcp.get("segments_sent", 0)
+    return {**tcp, "retransmitted_share": round(tcp.get("retransmitted", 0) / sent, 4) if sent else None}

@@ -93,9 +93,11 @@ def _wire_overhead(run: RunResults) -> dict[str, float]:
         return {}
     between_racks = flows.bytes[flows.src_rack != flows.dst_rack].sum()
     measures = {"uplink bytes per byte between racks": float(sum(uplink_bytes(run.links)) / between_racks)}
-    retransmitted = (run.summary.get("fidelity") or {}).get("tcp_retransmitted_share")
-    if retransmitted is not None:
-        measures["TCP segments retransmitted (share)"] = float(retransmitted)
+    tcp = (run.summary.get("fidelity") or {}).get("tcp") or {}
+    if tcp.get("retransmitted_share") is not None:
+        measures["TCP segments retransmitted (share)"] = float(tcp["retransmitted_share"])
+        for counter in ("timeouts", "spurious_timeouts", "fast_retransmits", "reorderings", "dsacks_received"):
+            measures[f"TCP {counter.replace('_', ' ')}"] = float(tcp[counter])
     return measures
 
 

@@ -9,8 +9,9 @@ Switch ports are the one end of every link the run's namespace holds: a ToR's po
 host link's downward direction, a ToR's EPS and OCS ports the uplinks, the EPS and OCS ports the downlinks.
 
 At its start and stop it also reads every emulated host's TCP counters (segments sent and retransmitted,
-from /proc/<pid>/net/snmp of a process in the host's namespace): the simulator's transfers are fluid, so
-the share of segments TCP had to send again is what the emulated transfers lost to loss recovery.
+timeouts, reordering, from /proc/<pid>/net/snmp and netstat of a process in the host's namespace): the
+simulator's transfers are fluid, so what TCP had to send again, and why, is what the emulated transfers lost
+to loss recovery.
 
 The monitor counts its own cost (its thread's CPU and that of every `tc` it runs) so that a run can say
 what watching it took.
@@ -54,23 +55,38 @@ class ShapedPort:
     configured_mbps: float
 
 
-@dataclass(frozen=True)
-class TcpSegments:
-    sent: int
-    retransmitted: int
+# The TCP counters read from a host's namespace: what its connections sent, sent again, and why
+TCP_COUNTERS = {
+    "segments_sent": ("Tcp", ("OutSegs",)),
+    "retransmitted": ("Tcp", ("RetransSegs",)),
+    "timeouts": ("TcpExt", ("TCPTimeouts",)),  # retransmission timeouts
+    "spurious_timeouts": ("TcpExt", ("TCPSpuriousRTOs",)),  # timeouts F-RTO found needless
+    "fast_retransmits": ("TcpExt", ("TCPFastRetrans",)),
+    "reorderings": ("TcpExt", ("TCPSACKReorder", "TCPTSReorder", "TCPRenoReorder")),  # reordering detected
+    "dsacks_received": ("TcpExt", ("TCPDSACKRecv",)),  # the receiver had the retransmitted data already
+}
 
 
-def parse_tcp_segments(snmp: str) -> TcpSegments:
-    """Segments sent (OutSegs) and retransmitted (RetransSegs) from the text of /proc/net/snmp."""
-    header, values = (line.split()[1:] for line in snmp.splitlines() if line.startswith("Tcp:"))
-    fields = dict(zip(header, values))
-    return TcpSegments(int(fields["OutSegs"]), int(fields["RetransSegs"]))
+def parse_proc_counters(text: str) -> dict[str, dict[str, int]]:
+    """/proc/net/snmp or /proc/net/netstat as {group: {counter: value}} (each group is a line of names and a
+    line of values)."""
+    groups: dict[str, dict[str, int]] = {}
+    lines = [line.split() for line in text.splitlines() if line.strip()]
+    for names, values in zip(lines[::2], lines[1::2]):
+        groups[names[0].rstrip(":")] = {name: int(value) for name, value in zip(names[1:], values[1:])}
+    return groups
 
 
-def read_tcp_segments(pid: int) -> TcpSegments | None:
+def tcp_counters(snmp: str, netstat: str) -> dict[str, int]:
+    """The counters of TCP_COUNTERS from the texts of /proc/net/snmp and /proc/net/netstat."""
+    groups = {**parse_proc_counters(snmp), **parse_proc_counters(netstat)}
+    return {name: sum(groups[group].get(f, 0) for f in fields) for name, (group, fields) in TCP_COUNTERS.items()}
+
+
+def read_tcp_counters(pid: int) -> dict[str, int] | None:
     """The TCP counters of the network namespace process `pid` is in; None once it is gone."""
     try:
-        return parse_tcp_segments(Path(f"/proc/{pid}/net/snmp").read_text())
+        return tcp_counters(*(Path(f"/proc/{pid}/net/{name}").read_text() for name in ("snmp", "netstat")))
     except OSError:
         return None
 
@@ -121,8 +137,7 @@ class FidelityMonitor:
     ):
         self.ports = {p.interface: p for p in shaped_ports(fabric)}
         self.host_pids = host_pids
-        self.tcp_sent = 0  # segments the hosts sent between start() and stop(), and of them retransmitted
-        self.tcp_retransmitted = 0
+        self.tcp: dict[str, int] = {}  # TCP_COUNTERS summed over the hosts, from start() to stop()
         self.path = path
         self.interval_s = interval_s
         self.own_cpu_s = 0.0  # the sampling thread's CPU and its tc processes'
@@ -143,13 +158,8 @@ class FidelityMonitor:
             self._thread.join(timeout=10)
             self._thread = None
 
-    @property
-    def tcp_retransmitted_share(self) -> float | None:
-        """Retransmitted segments per segment the hosts sent while watched (None: none sent)."""
-        return self.tcp_retransmitted / self.tcp_sent if self.tcp_sent else None
-
-    def _read_tcp(self) -> dict[str, TcpSegments]:
-        return {host: seen for host, pid in self.host_pids.items() if (seen := read_tcp_segments(pid)) is not None}
+    def _read_tcp(self) -> dict[str, dict[str, int]]:
+        return {host: seen for host, pid in self.host_pids.items() if (seen := read_tcp_counters(pid)) is not None}
 
     @property
     def cpu_share_of_a_core(self) -> float:
@@ -201,9 +211,8 @@ class FidelityMonitor:
                 before, before_t = now_counters, now_t
                 if stopping:
                     break
-        for host, end in self._read_tcp().items():
-            if (begin := tcp_before.get(host)) is not None:
-                self.tcp_sent += end.sent - begin.sent
-                self.tcp_retransmitted += end.retransmitted - begin.retransmitted
+        watched = [(tcp_before[host], end) for host, end in self._read_tcp().items() if host in tcp_before]
+        if watched:
+            self.tcp = {name: sum(end[name] - begin[name] for begin, end in watched) for name in TCP_COUNTERS}
         self.own_cpu_s += time.thread_time() - thread_cpu
         self.watched_s = time.monotonic() - started

@@ -11,7 +11,7 @@ import pandas as pd
 from hybridbed.config.fabric import FabricSpec
 from hybridbed.controller.events import OcsEvent
 from hybridbed.results.fidelity import BACKLOG_MIN_BYTES, fidelity_summary
-from hybridbed.testbed.fidelity_monitor import parse_qdiscs, parse_tcp_segments, read_tcp_segments, shaped_ports
+from hybridbed.testbed.fidelity_monitor import parse_qdiscs, read_tcp_counters, shaped_ports, tcp_counters
 
 QUEUE = 4 * BACKLOG_MIN_BYTES
 
@@ -115,7 +115,7 @@ def test_the_root_qdisc_of_every_interface_is_read():
     assert counters["tor0-eth3"].drops == 2 and set(counters) == {"tor0-eth3", "lo"}
 
 
-def test_tcp_segments_sent_and_retransmitted_are_read_from_a_namespaces_snmp_counters():
+def test_tcp_counters_are_read_from_a_namespaces_snmp_and_netstat():
     snmp = (
         "Ip: Forwarding DefaultTTL\nIp: 1 64\n"
         "Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab "
@@ -123,14 +123,22 @@ def test_tcp_segments_sent_and_retransmitted_are_read_from_a_namespaces_snmp_cou
         "Tcp: 1 200 120000 -1 614 416 6 70 0 98503 57527 412 0 364 0\n"
         "Udp: InDatagrams NoPorts\nUdp: 5 0\n"
     )
-    segments = parse_tcp_segments(snmp)
-    assert (segments.sent, segments.retransmitted) == (57527, 412)
-    mine = read_tcp_segments(os.getpid())  # this process's namespace has its counters too
-    assert mine is not None and mine.sent >= mine.retransmitted >= 0
-    assert read_tcp_segments(2**22 + 1) is None  # beyond pid_max: no such process
+    netstat = (
+        "TcpExt: SyncookiesSent TCPSACKReorder TCPTSReorder TCPFastRetrans TCPTimeouts TCPDSACKRecv TCPSpuriousRTOs\n"
+        "TcpExt: 0 5 2 40 17 8 3\n"
+        "IpExt: InNoRoutes InOctets\nIpExt: 0 123\n"
+    )
+    counters = tcp_counters(snmp, netstat)
+    assert (counters["segments_sent"], counters["retransmitted"]) == (57527, 412)
+    assert (counters["timeouts"], counters["spurious_timeouts"], counters["fast_retransmits"]) == (17, 3, 40)
+    assert counters["reorderings"] == 7 and counters["dsacks_received"] == 8  # SACK and timestamp reorderings
+    mine = read_tcp_counters(os.getpid())  # this process's namespace has its counters too
+    assert mine is not None and mine["segments_sent"] >= mine["retransmitted"] >= 0
+    assert read_tcp_counters(2**22 + 1) is None  # beyond pid_max: no such process
 
 
-def test_the_retransmitted_share_is_reported_beside_the_verdict_and_does_not_change_it():
+def test_tcp_counters_are_reported_beside_the_verdict_and_do_not_change_it():
     healthy = samples({"tor-eps": [1.0]}, cpu=[40.0] * 20)
-    fidelity = fidelity_summary(healthy, events([]), None, tcp_retransmitted_share=0.31234)
-    assert fidelity["tcp_retransmitted_share"] == 0.3123 and fidelity["verdict"] == "ok"
+    fidelity = fidelity_summary(healthy, events([]), None, tcp={"segments_sent": 10_000, "retransmitted": 3123})
+    assert fidelity["tcp"]["retransmitted_share"] == 0.3123 and fidelity["verdict"] == "ok"
+    assert fidelity_summary(healthy, events([]), None)["tcp"] is None

@@ -30,6 +30,18 @@ def fetch(task_id, job, start, end, nbytes, path, attempt=0):
     }
 
 
+TCP = {
+    "segments_sent": 1000,
+    "retransmitted": 20,
+    "timeouts": 4,
+    "spurious_timeouts": 1,
+    "fast_retransmits": 9,
+    "reorderings": 3,
+    "dsacks_received": 2,
+    "retransmitted_share": 0.02,
+}
+
+
 def two_job_run() -> RunResults:
     """j0 arrives at 0: maps 1-5 and 2-6 (the second ran again after a first attempt that ended at 4), a
     reducer from 5 fetching until 8 and computing until 11. j1 arrives at 3: one map 4-9, no reducer."""
@@ -54,7 +66,7 @@ def two_job_run() -> RunResults:
     allocation = pd.DataFrame(
         {"time_s": [0.0, 2.0, 6.0, 11.0], "running_tasks": [1, 2, 1, 0], "pending_tasks": [1, 1, 0, 0]}
     )
-    summary = {"makespan_s": 11.0, "reconfigurations": 3, "fidelity": {"tcp_retransmitted_share": 0.02}}
+    summary = {"makespan_s": 11.0, "reconfigurations": 3, "fidelity": {"tcp": TCP}}
     return RunResults(
         Path("."),
         summary,
@@ -100,3 +112,4 @@ def test_measures_split_a_reducer_into_shuffle_and_compute_and_rate_fetches_by_p
     # 3 MB went up the uplinks for 2.75 MB moved between racks; the hosts retransmitted 2 % of their segments
     assert measures["uplink bytes per byte between racks"] == pytest.approx(3.0 / 2.75)
     assert measures["TCP segments retransmitted (share)"] == 0.02
+    assert (measures["TCP timeouts"], measures["TCP reorderings"]) == (4, 3)
