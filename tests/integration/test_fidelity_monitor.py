@@ -77,6 +77,9 @@ def test_a_normal_run_is_ok_and_says_what_it_measured(tmp_path):
     assert 0.95 <= fidelity["links"]["tor-eps"]["ratio_median"] <= 1.05
     assert fidelity["dark_time_ratio"]["count"] > 0 and fidelity["control_lag_ms"]["median"] >= 10.0
     assert 0 < fidelity["monitor_cpu_share"] < 0.05
+    # the hosts' own TCP counters, read in their namespaces: the run's transfers are in them, not this process's
+    tcp = fidelity["tcp"]
+    assert tcp["segments_sent"] > 1000 and 0 <= tcp["retransmitted_share"] < 0.5
     samples = load(tmp_path / "normal").fidelity  # the time series, as a notebook reads it
     assert set(samples.link_class) == {"host", "tor-eps", "tor-ocs"} and samples.time_s.is_monotonic_increasing
 
