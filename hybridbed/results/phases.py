@@ -13,7 +13,7 @@ import pandas as pd
 
 from hybridbed.results.load import RunResults
 from hybridbed.results.path_accounting import uplink_bytes
-from hybridbed.results.timeline import circuit_timeline, run_end_s
+from hybridbed.results.timeline import circuit_timeline, run_end_s, with_fetched_s
 
 JOB_PHASES = ("wait_s", "map_s", "shuffle_tail_s", "reduce_s")
 
@@ -52,20 +52,12 @@ def _task_times(run: RunResults) -> dict[str, float]:
     """Mean seconds of a map, of a reducer's shuffle (its start to its last fetch's end) and of its reduce
     (from then to its end), over finished attempts."""
     tasks = run.tasks
-    durations = tasks.finish_s - tasks.start_s
-    reducers = tasks[tasks.kind != "map"]
-    fetches = run.flows[run.flows.kind == "shuffle"] if not run.flows.empty else run.flows
-    fetched = (
-        fetches.groupby(["task_id", "attempt"]).end_s.max().rename("fetched_s")
-        if not fetches.empty
-        else pd.Series(dtype=float, name="fetched_s")
-    )
-    reducers = reducers.join(fetched, on=["task_id", "attempt"])
-    fetched_s = reducers.fetched_s.fillna(reducers.start_s).clip(lower=reducers.start_s, upper=reducers.finish_s)
+    reducers = with_fetched_s(tasks[tasks.kind != "map"], run.flows)
+    maps = tasks[tasks.kind == "map"]
     return {
-        "map task s (mean)": float(durations[tasks.kind == "map"].mean()),
-        "reducer shuffle s (mean)": float((fetched_s - reducers.start_s).mean()),
-        "reducer compute s (mean)": float((reducers.finish_s - fetched_s).mean()),
+        "map task s (mean)": float((maps.finish_s - maps.start_s).mean()),
+        "reducer shuffle s (mean)": float((reducers.fetched_s - reducers.start_s).mean()),
+        "reducer compute s (mean)": float((reducers.finish_s - reducers.fetched_s).mean()),
     }
 
 
@@ -102,7 +94,7 @@ def _wire_overhead(run: RunResults) -> dict[str, float]:
 
 
 def _circuit_times(run: RunResults) -> dict[str, float]:
-    """Circuit-seconds lit and dark, and the number of reconfigurations that lit a new circuit."""
+    """Circuit-seconds lit, and dark while a new circuit came up."""
     if run.ocs_events.empty:
         return {"circuit s lit": 0.0, "circuit s dark": 0.0}
     timeline = circuit_timeline(run.ocs_events, run_end_s(run.tasks, run.links, run.ocs_events))

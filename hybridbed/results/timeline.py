@@ -86,11 +86,9 @@ def running_by_phase(tasks: pd.DataFrame, flows: pd.DataFrame) -> pd.DataFrame:
     reduces until its end."""
     if tasks.empty:
         return pd.DataFrame(columns=list(PHASES), index=pd.Index([], name="time_s"))
-    fetched = flows[flows.kind == "shuffle"].groupby(["task_id", "attempt"]).end_s.max().rename("fetched_s")
-    tasks = tasks.join(fetched, on=["task_id", "attempt"])
     maps = tasks[tasks.kind == "map"]
-    others = tasks[tasks.kind != "map"]
-    fetched_s = others.fetched_s.fillna(others.start_s).clip(lower=others.start_s, upper=others.finish_s)
+    others = with_fetched_s(tasks[tasks.kind != "map"], flows)
+    fetched_s = others.fetched_s
     steps = pd.concat(
         [
             pd.DataFrame({"time_s": maps.start_s, "phase": "map", "change": 1}),
@@ -103,6 +101,21 @@ def running_by_phase(tasks: pd.DataFrame, flows: pd.DataFrame) -> pd.DataFrame:
     )
     changes = steps.pivot_table(index="time_s", columns="phase", values="change", aggfunc="sum", fill_value=0)
     return changes.reindex(columns=list(PHASES), fill_value=0).sort_index().cumsum()
+
+
+def with_fetched_s(reducers: pd.DataFrame, flows: pd.DataFrame) -> pd.DataFrame:
+    """Task attempts that fetch from parents, each with `fetched_s`: when its last fetch ended, within its start
+    and finish (its start if it fetched nothing)."""
+    shuffle = flows[flows.kind == "shuffle"] if "kind" in flows else flows
+    fetched = (
+        shuffle.groupby(["task_id", "attempt"]).end_s.max()
+        if not shuffle.empty
+        else pd.Series(dtype=float, index=pd.MultiIndex.from_tuples([], names=["task_id", "attempt"]))
+    )
+    reducers = reducers.join(fetched.rename("fetched_s"), on=["task_id", "attempt"])
+    return reducers.assign(
+        fetched_s=reducers.fetched_s.fillna(reducers.start_s).clip(lower=reducers.start_s, upper=reducers.finish_s)
+    )
 
 
 def run_end_s(tasks: pd.DataFrame, links: pd.DataFrame, ocs_events: pd.DataFrame) -> float:
