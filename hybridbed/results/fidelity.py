@@ -10,6 +10,11 @@ place, set from measured runs (docs/network.md, "Reading the fidelity verdict"):
   A queue may drain and fill again within an interval (TCP backing off), so single intervals fall short on
   a healthy run too (a tenth of them below 0.9 on the quickstart); the class's median is what shaping
   that under-delivers moves (0.998-0.999 on healthy quickstart runs, 0.27-0.88 with the datapath starved).
+- Datapath: packets a switch port received that no port sent and no shaped queue dropped were lost inside
+  the datapath, where no switch the run stands for would lose them (Open vSwitch's userspace datapath drops
+  what it cannot send when its send buffer is full: 2.6-4.7 % of the packets on an all-to-all load before
+  the buffer was sized to the queues, docs/network.md). tc counts a packet the datapath offers again after a
+  refusal twice, so what is missing beyond the queue drops is a lower bound on the datapath's losses.
 - Circuits: the dark time of a reconfiguration (controller-measured, from sending the unsteering to the
   barriers that confirm the new circuits: an upper bound on what packets see) against the configured delay,
   and the control lag (demand sampled to new circuits forwarding, reported only). At a 10 ms delay a
@@ -33,6 +38,8 @@ CPU_INVALID_SHARE = 0.50
 LINK_WARN_MEDIAN = 0.95  # a class's median achieved / configured rate over its backlogged intervals
 LINK_INVALID_MEDIAN = 0.85
 MIN_BACKLOGGED_INTERVALS = 10  # fewer, and a class's rates are not judged (too little evidence)
+DATAPATH_LOSS_WARN_SHARE = 0.001  # of the packets switch ports received, lost inside the datapath
+DATAPATH_LOSS_INVALID_SHARE = 0.01
 DARK_P95_WARN = 2.0  # dark time / configured delay: circuits up a whole delay late
 DARK_P95_INVALID = 5.0
 LINK_CLASSES = ("host", "tor-eps", "tor-ocs")
@@ -84,6 +91,23 @@ def link_measures(samples: pd.DataFrame) -> dict[str, dict]:
     return measures
 
 
+def datapath_measures(samples: pd.DataFrame) -> dict | None:
+    """Packets the switch ports received and sent, those their shaped queues dropped, and the rest: lost inside
+    the datapath. None for samples from before the monitor counted packets."""
+    if "received_packets" not in samples.columns:
+        return None
+    received, sent = int(samples.received_packets.sum()), int(samples.sent_packets.sum())
+    queue_drops = int(samples.drops.sum())
+    lost = max(0, received - sent - queue_drops)  # a lower bound (see above); packets queued at either end aside
+    return {
+        "received": received,
+        "sent": sent,
+        "queue_drops": queue_drops,
+        "lost": lost,
+        "lost_share": round(lost / received, 5) if received else None,
+    }
+
+
 def circuit_measures(ocs_events: pd.DataFrame) -> dict:
     """Dark time over the configured delay, for reconfigurations that lit a new circuit after a delay, and the
     control lag (demand sampled, or circuits asked for, to new circuits forwarding) in ms, for all."""
@@ -103,9 +127,16 @@ def _lights_a_circuit(event: pd.Series) -> bool:
     return bool(pairs(event.circuits_after) - pairs(event.circuits_before))
 
 
-def judge(cpu: dict, links: dict[str, dict], circuits: dict) -> Verdict:
+def judge(cpu: dict, links: dict[str, dict], circuits: dict, datapath: dict | None = None) -> Verdict:
     """The verdict and its reasons from the measures (thresholds above)."""
     invalid, warn = [], []
+    lost = datapath["lost_share"] if datapath else None
+    if lost is not None:
+        said = f"the datapath lost {lost:.2%} of the packets the switches received"
+        if lost > DATAPATH_LOSS_INVALID_SHARE:
+            invalid.append(f"{said} (limit {DATAPATH_LOSS_INVALID_SHARE:.1%})")
+        elif lost > DATAPATH_LOSS_WARN_SHARE:
+            warn.append(f"{said} (limit {DATAPATH_LOSS_WARN_SHARE:.1%})")
     share = cpu.get("cpu_busy_share")
     if share is not None and share > CPU_INVALID_SHARE:
         invalid.append(f"CPUs above {CPU_BUSY_PCT:g}% busy in {share:.0%} of intervals (limit {CPU_INVALID_SHARE:.0%})")
@@ -141,12 +172,14 @@ def fidelity_summary(
     sent again) are reported, not judged: the simulator's fluid transfers lose nothing to loss recovery
     (docs/network.md)."""
     cpu, links, circuits = cpu_measures(samples), link_measures(samples), circuit_measures(ocs_events)
-    verdict = judge(cpu, links, circuits)
+    datapath = datapath_measures(samples)
+    verdict = judge(cpu, links, circuits, datapath)
     return {
         "verdict": verdict.verdict,
         "reasons": verdict.reasons,
         **cpu,
         "links": links,
+        "datapath": datapath,
         **circuits,
         "tcp": _with_retransmitted_share(tcp) if tcp else None,
         "monitor_cpu_share": None if monitor_cpu_share is None else round(monitor_cpu_share, 4),

@@ -5,8 +5,8 @@ Every SAMPLE_INTERVAL_S it reads the machine's CPU use (psutil) and the traffic-
 shaped switch port in the run's namespace (one `tc -s -j qdisc show`): bytes sent, the queue standing at
 that moment and drops. A link whose queue stood at both ends of an interval was busy all along, so what it
 sent then is what it could send: its achieved rate over its configured rate says whether the shaping held.
-Switch ports are the one end of every link the run's namespace holds: a ToR's port to a host carries the
-host link's downward direction, a ToR's EPS and OCS ports the uplinks, the EPS and OCS ports the downlinks.
+It also reads the ports' packet counters (/proc/net/dev): every packet a switch port receives leaves by
+another port or is dropped at a shaped queue, so what is missing from the sums was lost inside the datapath.
 
 At its start and stop it also reads every emulated host's TCP counters (segments sent and retransmitted,
 timeouts, reordering, from /proc/<pid>/net/snmp and netstat of a process in the host's namespace): the
@@ -30,8 +30,8 @@ from pathlib import Path
 
 import psutil
 
-from hybridbed.config.addressing import FabricPlan
 from hybridbed.config.fabric import FabricSpec
+from hybridbed.testbed.shaping import shaped_ports
 
 SAMPLE_INTERVAL_S = 0.5  # a link's queue must stand at both ends of an interval: short enough to catch bursts
 FIDELITY_FIELDS = [
@@ -45,14 +45,9 @@ FIDELITY_FIELDS = [
     "backlog_start_bytes",
     "backlog_end_bytes",
     "drops",
+    "received_packets",
+    "sent_packets",
 ]
-
-
-@dataclass(frozen=True)
-class ShapedPort:
-    interface: str  # Mininet's name for switch port p: `<switch>-eth<p>`
-    link_class: str  # "host", "tor-eps" or "tor-ocs"
-    configured_mbps: float
 
 
 # The TCP counters read from a host's namespace: what its connections sent, sent again, and why
@@ -98,22 +93,20 @@ class QdiscCounters:
     drops: int
 
 
-def shaped_ports(fabric: FabricSpec) -> list[ShapedPort]:
-    """Every shaped switch port of the fabric, with the class of its link and the rate it is shaped to."""
-    plan = FabricPlan(fabric)
-    ports = []
-    for rack in range(plan.racks):
-        tor = plan.tor_name(rack)
-        ports += [
-            ShapedPort(f"{tor}-eth{plan.host(rack, h).tor_port}", "host", fabric.host_rate_mbps)
-            for h in range(plan.hosts_per_rack)
-        ]
-        ports.append(ShapedPort(f"{tor}-eth{plan.tor_eps_port}", "tor-eps", fabric.eps_uplink_mbps))
-        ports.append(ShapedPort(f"eps-eth{plan.eps_port(rack)}", "tor-eps", fabric.eps_uplink_mbps))
-        for k in range(plan.ocs_ports_per_tor):
-            ports.append(ShapedPort(f"{tor}-eth{plan.tor_ocs_port(k)}", "tor-ocs", fabric.ocs_rate_mbps))
-            ports.append(ShapedPort(f"ocs-eth{plan.ocs_port(rack, k)}", "tor-ocs", fabric.ocs_rate_mbps))
-    return ports
+@dataclass(frozen=True)
+class PortPackets:
+    received: int
+    sent: int
+
+
+def parse_net_dev(text: str) -> dict[str, PortPackets]:
+    """Packets received and sent per interface, from the text of /proc/net/dev."""
+    counters = {}
+    for line in text.splitlines()[2:]:  # two header lines
+        name, _, fields = line.partition(":")
+        values = fields.split()  # receive: bytes packets errs drop fifo frame compressed multicast; transmit: ...
+        counters[name.strip()] = PortPackets(received=int(values[1]), sent=int(values[9]))
+    return counters
 
 
 def parse_qdiscs(tc_json: str) -> dict[str, QdiscCounters]:
@@ -166,6 +159,10 @@ class FidelityMonitor:
         """The monitor's own cost: CPU seconds per second watched."""
         return self.own_cpu_s / self.watched_s if self.watched_s else 0.0
 
+    @staticmethod
+    def _read_packets() -> dict[str, PortPackets]:
+        return parse_net_dev(Path("/proc/thread-self/net/dev").read_text())  # the run's namespace: this thread's
+
     def _read_qdiscs(self) -> dict[str, QdiscCounters]:
         proc = subprocess.Popen(["tc", "-s", "-j", "qdisc", "show"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         out = proc.stdout.read() if proc.stdout else b""
@@ -179,19 +176,20 @@ class FidelityMonitor:
     def _run(self) -> None:
         thread_cpu, started = time.thread_time(), time.monotonic()
         psutil.cpu_percent(interval=None)  # opens the first interval
-        before, before_t = self._read_qdiscs(), time.time()
+        before, before_t, packets_before = self._read_qdiscs(), time.time(), self._read_packets()
         tcp_before = self._read_tcp()
         with self.path.open("w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=FIDELITY_FIELDS)
             writer.writeheader()
             while True:
                 stopping = self._stop.wait(self.interval_s)
-                now_counters, now_t = self._read_qdiscs(), time.time()
+                now_counters, now_t, packets_now = self._read_qdiscs(), time.time(), self._read_packets()
                 cpu = psutil.cpu_percent(interval=None)
                 seconds = now_t - before_t
                 for interface, port in self.ports.items():
                     a, b = before.get(interface), now_counters.get(interface)
-                    if a is None or b is None or seconds <= 0:
+                    pa, pb = packets_before.get(interface), packets_now.get(interface)
+                    if a is None or b is None or pa is None or pb is None or seconds <= 0:
                         continue
                     writer.writerow(
                         {
@@ -205,10 +203,12 @@ class FidelityMonitor:
                             "backlog_start_bytes": a.backlog_bytes,
                             "backlog_end_bytes": b.backlog_bytes,
                             "drops": b.drops - a.drops,
+                            "received_packets": pb.received - pa.received,
+                            "sent_packets": pb.sent - pa.sent,
                         }
                     )
                 f.flush()
-                before, before_t = now_counters, now_t
+                before, before_t, packets_before = now_counters, now_t, packets_now
                 if stopping:
                     break
         watched = [(tcp_before[host], end) for host, end in self._read_tcp().items() if host in tcp_before]

@@ -32,13 +32,14 @@ from hybridbed.testbed.interrupts import deferred_interrupts
 from hybridbed.testbed.isolation import IPV6_OFF, FabricNamespace, RunCgroup
 from hybridbed.testbed.ovs import PrivateOVS, kernel_datapath_available
 from hybridbed.testbed.runs import RunRecord
-from hybridbed.testbed.shaping import ShapedLink
+from hybridbed.testbed.shaping import ShapedLink, datapath_send_buffer_bytes, shaped_ports
 from hybridbed.testbed.watchdog import start_watchdog
 
 OPENFLOW_PORT = 6653
 CONTROLLER_POLL_S = 0.2  # how often the supervisor looks whether the controller still runs
 MAX_CONTROLLER_RESTARTS = 5  # a controller that keeps dying is left dead (its log says why)
 OVS_MAX_BACKOFF_MS = 1000  # a switch's longest wait between attempts to reach its controller (OVS: 8000)
+PROBE_ETHERTYPE = "88b5"  # IEEE 802 local experimental: a frame no host stack takes up
 OFFLOADS_OFF = "tx off rx off tso off gso off gro off"
 # With userspace TSO, Open vSwitch carries the hosts' 64 KB segments (checksums and segmentation left to
 # the kernel at the far end) instead of one packet per MTU; receive offloads stay off.
@@ -140,6 +141,7 @@ class HybridNetwork:
             self._start_controller()
             self._build_mininet()
             self.controller.wait_ready(self.start_timeout_s, alive=lambda: self.controller_proc.poll() is None)
+            self._size_datapath_send_buffer()
             threading.Thread(target=self._supervise_controller, name="controller-supervisor", daemon=True).start()
             self.record.set(status="running")
         except BaseException as err:
@@ -262,6 +264,28 @@ class HybridNetwork:
         self._configure_interfaces()
         net.start()
         self._reconnect_quickly()
+
+    def _size_datapath_send_buffer(self) -> None:
+        """In the userspace datapath, a send buffer that holds every shaped switch queue full (shaping.py). Its
+        socket is made at the datapath's first send, so one frame goes out first: to host r0h0, of the local
+        experimental ethertype, which hosts ignore."""
+        if self.datapath != "user":
+            return
+        host = self.plan.host(0, 0)
+        frame = host.mac.replace(":", "") + "000000000000" + PROBE_ETHERTYPE + "00" * 46
+        subprocess.run(
+            [
+                "ovs-ofctl",
+                "-O",
+                "OpenFlow13",
+                "packet-out",
+                self.plan.tor_name(0),
+                f"in_port=controller packet={frame} actions=output:{host.tor_port}",
+            ],
+            check=True,
+            capture_output=True,
+        )
+        self.ovs.set_send_buffer(datapath_send_buffer_bytes(shaped_ports(self.fabric), self._userspace_tso))
 
     def _reconnect_quickly(self) -> None:
         """Switches retry a lost controller connection every second at most (OVS backs off to 8 s by default),

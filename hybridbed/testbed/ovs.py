@@ -6,13 +6,17 @@ only these daemons. Mininet's ovs-vsctl/ovs-ofctl calls find this instance throu
 
 from __future__ import annotations
 
+import ctypes
 import os
+import socket
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 VSWITCH_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
+SO_SNDBUFFORCE = 32  # <asm-generic/socket.h>: root may exceed net.core.wmem_max
+SYS_PIDFD_GETFD = 438  # the generic syscall table's number (x86-64 and arm64 alike); Python has no wrapper
 
 
 def kernel_datapath_available() -> bool:
@@ -87,6 +91,28 @@ class PrivateOVS:
         )
         self._wait_for(self.rundir / "ovs-vswitchd.ctl", "ovs-vswitchd")
 
+    def set_send_buffer(self, nbytes: int, timeout_s: float = 5.0) -> None:
+        """Give the userspace datapath's send socket a buffer of `nbytes` (see shaping.py for why).
+
+        ovs-vswitchd sends on every port through one unbound packet socket, made at its first send, with the
+        kernel's default buffer and no option to change it; a duplicate of its descriptor (pidfd_getfd) sets
+        the buffer of that very socket. Waits up to `timeout_s` for the socket to appear."""
+        pid = self.processes["ovs-vswitchd"].pid
+        deadline = time.monotonic() + timeout_s
+        while (fd := _send_socket_fd(pid)) is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"ovs-vswitchd made no send socket within {timeout_s:g} s of its first send")
+            time.sleep(0.02)
+        pidfd = os.pidfd_open(pid)
+        try:
+            local = ctypes.CDLL(None, use_errno=True).syscall(SYS_PIDFD_GETFD, pidfd, fd, 0)
+            if local < 0:
+                raise OSError(ctypes.get_errno(), f"pidfd_getfd on ovs-vswitchd's descriptor {fd}")
+        finally:
+            os.close(pidfd)
+        with socket.socket(fileno=local) as sock:  # closes the duplicate only
+            sock.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, nbytes)
+
     def _spawn(self, name: str, argv: list[str]) -> None:
         log = open(self.rundir / f"{name}.stderr", "wb")  # noqa: SIM115 (the daemon's stderr for its whole life)
         self.processes[name] = subprocess.Popen(
@@ -128,3 +154,26 @@ class PrivateOVS:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def unbound_packet_sockets(proc_net_packet: str) -> set[str]:
+    """Inodes of the unbound raw packet sockets in a /proc/<pid>/net/packet listing: the userspace datapath's
+    send socket is one (its receive sockets are bound to a port and a protocol)."""
+    inodes = set()
+    for line in proc_net_packet.splitlines()[1:]:
+        fields = line.split()  # sk RefCnt Type Proto Iface R Rmem User Inode
+        if len(fields) >= 9 and fields[2] == str(socket.SOCK_RAW) and fields[3] == "0000" and fields[4] == "0":
+            inodes.add(fields[8])
+    return inodes
+
+
+def _send_socket_fd(pid: int) -> int | None:
+    """The descriptor of process `pid`'s unbound raw packet socket, if it has one."""
+    sockets = {f"socket:[{inode}]" for inode in unbound_packet_sockets(Path(f"/proc/{pid}/net/packet").read_text())}
+    for name in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{name}") in sockets:
+                return int(name)
+        except OSError:  # closed meanwhile
+            continue
+    return None

@@ -7,11 +7,25 @@ HTB's leaf queue otherwise defaults to the veth's txqueuelen (1000 packets): 1.2
 than TCP's minimum retransmission timeout, so competing flows time out and the link runs underused.
 Each link instead queues QUEUE_MS worth of full-size frames at its rate (at least MIN_QUEUE_PACKETS),
 about what a datacenter switch port buffers.
+
+Open vSwitch's userspace datapath sends every packet, on every port, through one packet socket, and a frame
+waiting in a port's queue counts against that socket's send buffer until the link carries it. With the
+kernel's default buffer (net.core.wmem_default, 208 KiB: about 90 full-size frames) the fabric's queues
+together could hold a fraction of what they are configured for, and the datapath dropped every packet past
+that, on whatever port, behind the shaped queues' backs: 2.6-4.7 % of the packets the switches received under
+an all-to-all load of the 4x2 test fabric (24 queues of 32 packets), none once the buffer holds every queue.
+`datapath_send_buffer_bytes` sizes the buffer so that every shaped switch queue can be full at once.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+
 from mininet.link import TCIntf, TCLink
+
+from hybridbed.config.addressing import FabricPlan
+from hybridbed.config.fabric import FabricSpec
 
 QUEUE_MS = 10.0
 MIN_QUEUE_PACKETS = 32
@@ -22,12 +36,52 @@ BURST_MS = 1.0
 MIN_BURST_BYTES = 2 * FRAME_BYTES
 
 
+# Kernel memory a queued frame holds against its sender's buffer, with room to spare: the skb's data (a
+# full-size frame rounds up to a 2 KiB slab) plus the sk_buff and its shared info; measured, 412,800 bytes
+# held for 210 queued packets (about 2 KB each). With userspace TSO a frame is a TCP segment of up to 64 KiB.
+FRAME_TRUESIZE_BYTES = 4096
+TSO_SEGMENT_TRUESIZE_BYTES = 65536 + 4096
+
+
+@dataclass(frozen=True)
+class ShapedPort:
+    interface: str  # Mininet's name for switch port p: `<switch>-eth<p>`
+    link_class: str  # "host", "tor-eps" or "tor-ocs"
+    configured_mbps: float
+
+
+def shaped_ports(fabric: FabricSpec) -> list[ShapedPort]:
+    """Every shaped switch port of the fabric, with the class of its link and the rate it is shaped to.
+    Switch ports are the one end of every link the run's namespace holds: a ToR's port to a host carries the
+    host link's downward direction, a ToR's EPS and OCS ports the uplinks, the EPS and OCS ports the downlinks."""
+    plan = FabricPlan(fabric)
+    ports = []
+    for rack in range(plan.racks):
+        tor = plan.tor_name(rack)
+        ports += [
+            ShapedPort(f"{tor}-eth{plan.host(rack, h).tor_port}", "host", fabric.host_rate_mbps)
+            for h in range(plan.hosts_per_rack)
+        ]
+        ports.append(ShapedPort(f"{tor}-eth{plan.tor_eps_port}", "tor-eps", fabric.eps_uplink_mbps))
+        ports.append(ShapedPort(f"eps-eth{plan.eps_port(rack)}", "tor-eps", fabric.eps_uplink_mbps))
+        for k in range(plan.ocs_ports_per_tor):
+            ports.append(ShapedPort(f"{tor}-eth{plan.tor_ocs_port(k)}", "tor-ocs", fabric.ocs_rate_mbps))
+            ports.append(ShapedPort(f"ocs-eth{plan.ocs_port(rack, k)}", "tor-ocs", fabric.ocs_rate_mbps))
+    return ports
+
+
 def queue_packets(rate_mbps: float) -> int:
     return max(MIN_QUEUE_PACKETS, int(rate_mbps * 1e6 / 8 * QUEUE_MS / 1000 / FRAME_BYTES))
 
 
 def burst_bytes(rate_mbps: float) -> int:
     return max(MIN_BURST_BYTES, int(rate_mbps * 1e6 / 8 * BURST_MS / 1000))
+
+
+def datapath_send_buffer_bytes(ports: Iterable[ShapedPort], userspace_tso: bool) -> int:
+    """A send buffer for the userspace datapath that holds every shaped switch queue full at once."""
+    per_frame = TSO_SEGMENT_TRUESIZE_BYTES if userspace_tso else FRAME_TRUESIZE_BYTES
+    return sum(queue_packets(p.configured_mbps) for p in ports) * per_frame
 
 
 class ShapedIntf(TCIntf):

@@ -1,22 +1,30 @@
 """The run's fidelity verdict from the monitor's samples and the OCS events (pure logic), and what the monitor
-reads: the shaped ports of a fabric and tc's qdisc statistics."""
+reads: the shaped ports of a fabric, tc's qdisc statistics, the ports' packet counters and the hosts' TCP
+counters."""
 
 from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pandas as pd
 
 from hybridbed.config.fabric import FabricSpec
 from hybridbed.controller.events import OcsEvent
 from hybridbed.results.fidelity import BACKLOG_MIN_BYTES, fidelity_summary
-from hybridbed.testbed.fidelity_monitor import parse_qdiscs, read_tcp_counters, shaped_ports, tcp_counters
+from hybridbed.testbed.fidelity_monitor import parse_net_dev, parse_qdiscs, read_tcp_counters, tcp_counters
+from hybridbed.testbed.ovs import unbound_packet_sockets
+from hybridbed.testbed.shaping import FRAME_TRUESIZE_BYTES, datapath_send_buffer_bytes, queue_packets, shaped_ports
 
 QUEUE = 4 * BACKLOG_MIN_BYTES
 
 
-def samples(ratios: dict[str, list[float]], cpu: list[float], queue: int = QUEUE) -> pd.DataFrame:
+def samples(
+    ratios: dict[str, list[float]], cpu: list[float], queue: int = QUEUE, lost: int = 0, drops: int = 0
+) -> pd.DataFrame:
+    """One row per link class and interval; each link received 1000 packets an interval, of which its shaped
+    queue dropped `drops` and the datapath lost `lost`."""
     rows = []
     for i, busy in enumerate(cpu):
         for link_class, values in ratios.items():
@@ -31,7 +39,9 @@ def samples(ratios: dict[str, list[float]], cpu: list[float], queue: int = QUEUE
                     "achieved_mbps": 2.0 * values[i % len(values)],
                     "backlog_start_bytes": queue,
                     "backlog_end_bytes": queue,
-                    "drops": 0,
+                    "drops": drops,
+                    "received_packets": 1000,
+                    "sent_packets": 1000 - drops - lost,
                 }
             )
     return pd.DataFrame(rows)
@@ -142,3 +152,55 @@ def test_tcp_counters_are_reported_beside_the_verdict_and_do_not_change_it():
     fidelity = fidelity_summary(healthy, events([]), None, tcp={"segments_sent": 10_000, "retransmitted": 3123})
     assert fidelity["tcp"]["retransmitted_share"] == 0.3123 and fidelity["verdict"] == "ok"
     assert fidelity_summary(healthy, events([]), None)["tcp"] is None
+
+
+def test_packets_the_datapath_lost_are_counted_apart_from_queue_drops_and_judged():
+    healthy = fidelity_summary(samples({"tor-eps": [1.0]}, cpu=[40.0] * 20, drops=30), events([]), None)
+    assert healthy["datapath"] == {"received": 20_000, "sent": 19_400, "queue_drops": 600, "lost": 0, "lost_share": 0.0}
+    assert healthy["verdict"] == "ok"
+    lossy = fidelity_summary(samples({"tor-eps": [1.0]}, cpu=[40.0] * 20, drops=30, lost=5), events([]), None)
+    assert lossy["datapath"]["lost"] == 100 and lossy["datapath"]["lost_share"] == 0.005
+    assert lossy["verdict"] == "warn" and "datapath lost 0.50%" in lossy["reasons"][0]
+    starved = fidelity_summary(samples({"tor-eps": [1.0]}, cpu=[40.0] * 20, lost=47), events([]), None)
+    assert starved["verdict"] == "invalid" and "datapath lost 4.70%" in starved["reasons"][0]
+
+
+def test_samples_from_before_packet_counts_leave_the_datapath_unjudged():
+    old = samples({"tor-eps": [1.0]}, cpu=[40.0] * 20).drop(columns=["received_packets", "sent_packets"])
+    fidelity = fidelity_summary(old, events([]), None)
+    assert fidelity["datapath"] is None and fidelity["verdict"] == "ok"
+
+
+def test_packets_per_port_are_read_from_proc_net_dev():
+    text = (
+        "Inter-|   Receive                                                |  Transmit\n"
+        " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls "
+        "carrier compressed\n"
+        "    lo:       0       0    0    0    0     0          0         0        0       0    0    0    0     0 "
+        "      0          0\n"
+        "tor0-eth3: 1514000 1000    0    0    0     0          0         0  757000     500    0    0    0     0 "
+        "      0          0\n"
+    )
+    ports = parse_net_dev(text)
+    assert (ports["tor0-eth3"].received, ports["tor0-eth3"].sent) == (1000, 500) and set(ports) == {"lo", "tor0-eth3"}
+    assert "lo" in parse_net_dev(Path("/proc/thread-self/net/dev").read_text())
+
+
+def test_the_datapath_send_buffer_holds_every_shaped_switch_queue_full():
+    fabric = FabricSpec(racks=3, hosts_per_rack=2, host_rate_mbps=10, oversubscription=10, ocs_rate_mbps=20)
+    ports = shaped_ports(fabric)
+    assert datapath_send_buffer_bytes(ports, userspace_tso=False) == 18 * 32 * FRAME_TRUESIZE_BYTES
+    fast = shaped_ports(fabric.model_copy(update={"host_rate_mbps": 100, "ocs_rate_mbps": 200}))
+    assert queue_packets(200) == 165 and datapath_send_buffer_bytes(fast, False) > 18 * 32 * FRAME_TRUESIZE_BYTES
+    assert datapath_send_buffer_bytes(ports, userspace_tso=True) > 16 * datapath_send_buffer_bytes(ports, False)
+
+
+def test_the_datapaths_send_socket_is_the_unbound_raw_packet_socket():
+    listing = (
+        "sk               RefCnt Type Proto  Iface R Rmem   User   Inode\n"
+        "0000000016ad21b3 3      3    0003   14    1 0      0      206487281\n"  # a port's receive socket
+        "00000000a1b2c3d4 2      3    0000   0     0 0      0      206512378\n"  # the send socket
+        "00000000deadbeef 2      2    0000   0     0 0      0      206512999\n"  # a datagram packet socket
+    )
+    assert unbound_packet_sockets(listing) == {"206512378"}
+    assert unbound_packet_sockets(listing.splitlines()[0]) == set()
