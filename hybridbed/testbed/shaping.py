@@ -10,7 +10,7 @@ about what a datacenter switch port buffers.
 
 Open vSwitch's userspace datapath sends every packet, on every port, through one packet socket, and a frame
 waiting in a port's queue counts against that socket's send buffer until the link carries it. With the
-kernel's default buffer (net.core.wmem_default, 208 KiB: about 90 full-size frames) the fabric's queues
+kernel's default buffer (net.core.wmem_default, 208 KiB: about 100 queued frames) the fabric's queues
 together could hold a fraction of what they are configured for, and the datapath dropped every packet past
 that, on whatever port, behind the shaped queues' backs: 2.6-4.7 % of the packets the switches received under
 an all-to-all load of the 4x2 test fabric (24 queues of 32 packets), none once the buffer holds every queue.
