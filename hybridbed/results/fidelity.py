@@ -13,8 +13,8 @@ place, set from measured runs (docs/network.md, "Reading the fidelity verdict"):
 - Datapath: packets a switch port received that no port sent and no shaped queue dropped were lost inside
   the datapath, where no switch the run stands for would lose them (Open vSwitch's userspace datapath drops
   what it cannot send when its send buffer is full: 2.6-4.7 % of the packets on an all-to-all load before
-  the buffer was sized to the queues, docs/network.md). tc counts a packet the datapath offers again after a
-  refusal twice, so what is missing beyond the queue drops is a lower bound on the datapath's losses.
+  the buffer was sized to the queues, docs/network.md). What is missing beyond the queue drops is an estimate
+  (see DATAPATH_LOSS_WARN_SHARE), good to a few tenths of a percent.
 - Circuits: the dark time of a reconfiguration (controller-measured, from sending the unsteering to the
   barriers that confirm the new circuits: an upper bound on what packets see) against the configured delay,
   and the control lag (demand sampled to new circuits forwarding, reported only). At a 10 ms delay a
@@ -38,8 +38,11 @@ CPU_INVALID_SHARE = 0.50
 LINK_WARN_MEDIAN = 0.95  # a class's median achieved / configured rate over its backlogged intervals
 LINK_INVALID_MEDIAN = 0.85
 MIN_BACKLOGGED_INTERVALS = 10  # fewer, and a class's rates are not judged (too little evidence)
-DATAPATH_LOSS_WARN_SHARE = 0.001  # of the packets switch ports received, lost inside the datapath
-DATAPATH_LOSS_INVALID_SHARE = 0.01
+# Of the packets switch ports received, lost inside the datapath. The count is noisy either way on healthy
+# runs (-0.25 to +0.17 % measured): Open vSwitch sends a port's packets in batches, offers a packet its queue
+# refused again (tc counts two drops) and frees the rest of the batch unoffered (tc counts none).
+DATAPATH_LOSS_WARN_SHARE = 0.005
+DATAPATH_LOSS_INVALID_SHARE = 0.02  # the send buffer at the kernel's default lost 2.6-4.7 %
 DARK_P95_WARN = 2.0  # dark time / configured delay: circuits up a whole delay late
 DARK_P95_INVALID = 5.0
 LINK_CLASSES = ("host", "tor-eps", "tor-ocs")
@@ -98,7 +101,7 @@ def datapath_measures(samples: pd.DataFrame) -> dict | None:
         return None
     received, sent = int(samples.received_packets.sum()), int(samples.sent_packets.sum())
     queue_drops = int(samples.drops.sum())
-    lost = max(0, received - sent - queue_drops)  # a lower bound (see above); packets queued at either end aside
+    lost = max(0, received - sent - queue_drops)
     return {
         "received": received,
         "sent": sent,

@@ -14,6 +14,7 @@ import pytest
 from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.controller.client import ControllerError
 from hybridbed.controller.rest_api import body_limit_bytes
+from hybridbed.results.fidelity import DATAPATH_LOSS_WARN_SHARE
 from hybridbed.testbed import probes
 from hybridbed.testbed.fidelity import check_steering
 from hybridbed.testbed.fidelity_monitor import parse_net_dev, parse_qdiscs
@@ -93,8 +94,8 @@ def test_the_datapath_loses_no_packet_behind_the_shaped_queues_under_all_to_all_
         dropped_1 - dropped_0,
     )
     assert received > 30_000 and dropped > 0, "the load did not fill the queues"
-    # tc counts a packet the datapath offers again after a refusal twice, so queue drops may exceed what is missing
-    assert missing - dropped <= 0.001 * received, f"{missing - dropped} of {received} packets lost in the datapath"
+    lost = missing - dropped  # tc's count of the queue drops is itself off by a few tenths of a percent
+    assert lost <= DATAPATH_LOSS_WARN_SHARE * received, f"{lost} of {received} packets lost in the datapath"
 
 
 def test_reconfiguration_gap_is_the_configured_delay(clean_circuits):
