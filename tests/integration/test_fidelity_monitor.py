@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from hybridbed.results.fidelity import DATAPATH_LOSS_WARN_SHARE
 from hybridbed.results.load import load
 from hybridbed.testbed.runs import STATE_ROOT, RunManifest
 
@@ -80,6 +81,9 @@ def test_a_normal_run_is_ok_and_says_what_it_measured(tmp_path):
     # the hosts' own TCP counters, read in their namespaces: the run's transfers are in them, not this process's
     tcp = fidelity["tcp"]
     assert tcp["segments_sent"] > 1000 and 0 <= tcp["retransmitted_share"] < 0.5
+    # every packet the switch ports received was sent on or dropped at a shaped queue (within tc's miscount)
+    datapath = fidelity["datapath"]
+    assert datapath["received"] > 10_000 and datapath["lost_share"] <= DATAPATH_LOSS_WARN_SHARE, datapath
     samples = load(tmp_path / "normal").fidelity  # the time series, as a notebook reads it
     assert set(samples.link_class) == {"host", "tor-eps", "tor-ocs"} and samples.time_s.is_monotonic_increasing
 
