@@ -99,7 +99,13 @@ def main() -> None:
         parser.error("--emulated and --simulated go together")
     if args.emulated:
         emulated, simulated = args.emulated, args.simulated
-        setups = list(pd.read_csv(emulated / "comparison.csv").setup)
+        both = [set(pd.read_csv(d / "comparison.csv").setup) for d in (emulated, simulated)]
+        setups = [s for s in pd.read_csv(emulated / "comparison.csv").setup if s in both[1]]
+        if args.policies:
+            wanted = args.policies.split(",")
+            if missing := [s for s in wanted if s not in both[0] & both[1]]:
+                parser.error(f"--policies: {', '.join(missing)} not in both comparisons")
+            setups = wanted
         out = args.out or emulated
         out.mkdir(parents=True, exist_ok=True)
     else:
