@@ -99,11 +99,11 @@ def main() -> None:
         parser.error("--emulated and --simulated go together")
     if args.emulated:
         emulated, simulated = args.emulated, args.simulated
-        both = [set(pd.read_csv(d / "comparison.csv").setup) for d in (emulated, simulated)]
-        setups = [s for s in pd.read_csv(emulated / "comparison.csv").setup if s in both[1]]
+        simulated_setups = set(pd.read_csv(simulated / "comparison.csv").setup)
+        setups = [s for s in pd.read_csv(emulated / "comparison.csv").setup if s in simulated_setups]
         if args.policies:
             wanted = args.policies.split(",")
-            if missing := [s for s in wanted if s not in both[0] & both[1]]:
+            if missing := [s for s in wanted if s not in setups]:
                 parser.error(f"--policies: {', '.join(missing)} not in both comparisons")
             setups = wanted
         out = args.out or emulated
