@@ -13,7 +13,6 @@ flows cross: max-min sharing then gives the task its rate in all and its connect
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numba
@@ -67,16 +66,11 @@ class FlowTable:
         tests compare the reference with it)."""
         self.links = links
         # the max-min computation, told the classes rekeyed since the last (a stateless one ignores them)
-        self._solve: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray] = (
-            RelaxedMaxMin()
-            if rates is None
-            else lambda paths, capacities, caps, weights, _: rates(paths, capacities, caps, weights)
-        )
+        self._solve: RelaxedMaxMin | _StatelessRates = RelaxedMaxMin() if rates is None else _StatelessRates(rates)
         self._rekeyed: list[int] = []  # classes given a new (cap, path) since the last computation
         self.flows: list[Flow] = []
         core_links = links.core.stop - links.core.start
         self.core_bytes = np.zeros(core_links)  # bytes over each link between the ToRs and the core so far
-        self._core_rate = np.zeros(core_links)
         racks = links.racks
         # bytes per rack pair since take_pair_bytes, of the flows that may ride a circuit (all, or the marked)
         self.pair_bytes = np.zeros(racks * racks)
@@ -91,6 +85,7 @@ class FlowTable:
         self.class_count = np.zeros(0)  # flows per class (a float: the rate computation's weights)
         self.class_rate = np.zeros(0)
         self.capacities = links.capacities.copy()  # the fabric's links, then the tasks' links
+        self._loads = np.zeros(len(self.capacities))  # bytes/s over every link at the rates last computed
         self._free_task_links: list[int] = []
         self._grow_flows(1024)
 
@@ -216,7 +211,8 @@ class FlowTable:
         if dt <= 0 or not self.flows:
             return
         _advance(self.remaining, self.ocs, self.rate, self.on_ocs, len(self.flows), dt)
-        self.core_bytes += self._core_rate * dt
+        core = self.links.core
+        self.core_bytes += self._loads[core.start : core.stop] * dt
         self.pair_bytes += self._pair_rate * dt
 
     def time_to_next_finish(self) -> float:
@@ -262,10 +258,7 @@ class FlowTable:
 
     def link_loads(self) -> np.ndarray:
         """Bytes/s crossing every link at the rates last computed."""
-        classes = len(self._class_keys)
-        return link_loads(
-            self.class_paths[:classes], self.class_count[:classes], self.class_rate[:classes], len(self.capacities)
-        )
+        return self._loads
 
     def settle(self) -> None:
         """Recompute the max-min fair rates if anything changed since the last time."""
@@ -277,19 +270,10 @@ class FlowTable:
         paths, caps, weights = self.class_paths[:classes], self.class_cap[:classes], self.class_count[:classes]
         rekeyed = np.array(self._rekeyed, dtype=np.int64)
         self.class_rate[:classes] = self._solve(paths, self.capacities, caps, weights, rekeyed)
+        self._loads = self._solve.loads
         self._rekeyed.clear()
-        core = self.links.core
-        self._core_rate, self._pair_rate = _spread_rates(
-            self.class_rate,
-            self.class_paths,
-            self.cls,
-            self.pair,
-            self.steerable,
-            len(self.flows),
-            self.rate,
-            core.start,
-            core.stop,
-            self.pair_bytes.size,
+        self._pair_rate = _spread_rates(
+            self.class_rate, self.cls, self.pair, self.steerable, len(self.flows), self.rate, self.pair_bytes.size
         )
 
     @property
@@ -311,25 +295,33 @@ class FlowTable:
         return measured
 
 
+class _StatelessRates:
+    """A stateless max-min computation (the reference, in bench/simulator.py and the tests) behind the relaxed
+    one's interface: told the classes rekeyed, which it ignores, and leaving the links' loads in `loads`."""
+
+    def __init__(self, rates: RateSolver):
+        self._rates = rates
+        self.loads = np.zeros(0)
+
+    def __call__(
+        self, paths: np.ndarray, capacities: np.ndarray, caps: np.ndarray, weights: np.ndarray, _: np.ndarray
+    ) -> np.ndarray:
+        rates = self._rates(paths, capacities, caps, weights)
+        self.loads = link_loads(paths, weights, rates, capacities.size)
+        return rates
+
+
 @numba.njit(cache=True)
-def _spread_rates(
-    class_rate, class_paths, cls, pair, steerable, n, rate, core_start, core_stop, pairs
-):  # pragma: no cover (compiled)
-    """Give each of the n flows its class's rate (into `rate`); return the rate over each core link (a path's
-    second and third links are its core links, up and down, or padding) and the rate of the flows that may
-    ride a circuit between each rack pair (the measured demand)."""
-    core_rate = np.zeros(core_stop - core_start)
+def _spread_rates(class_rate, cls, pair, steerable, n, rate, pairs):  # pragma: no cover (compiled)
+    """Give each of the n flows its class's rate (into `rate`); return the rate of the flows that may ride a
+    circuit between each rack pair (the measured demand)."""
     pair_rate = np.zeros(pairs)
     for row in range(n):
         r = class_rate[cls[row]]
         rate[row] = r
         if pair[row] >= 0 and steerable[row]:
             pair_rate[pair[row]] += r
-        for hop in (1, 2):
-            link = class_paths[cls[row], hop]
-            if core_start <= link < core_stop:
-                core_rate[link - core_start] += r
-    return core_rate, pair_rate
+    return pair_rate
 
 
 @numba.njit(cache=True)

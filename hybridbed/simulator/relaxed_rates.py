@@ -40,7 +40,9 @@ _FNV_OFFSET, _FNV_PRIME = np.uint64(1469598103934665603), np.uint64(109951162821
 class RelaxedMaxMin:
     """A run's rate computation; it keeps state between computations, so one per flow table. Called as
     `fairshare.max_min_rates` is, plus `rekeyed`: the classes whose path or cap changed since the previous
-    call (None: not known, so every class is regrouped). Same rates within RELATIVE_TOLERANCE."""
+    call (None: not known, so every class is regrouped). Same rates within RELATIVE_TOLERANCE. After a call,
+    `loads` is what every link carries at those rates (the check against dropped links computes it anyway,
+    and the flow table reads its core links' from it)."""
 
     def __init__(self) -> None:
         self.kept = np.zeros(0, dtype=np.bool_)  # per link: solved over (finite links only)
@@ -52,6 +54,7 @@ class RelaxedMaxMin:
         self._row_count = 0
         self._reset_rows(1024, 0)
         self._bypass = 0  # computations left to run without the relaxation
+        self.loads = np.zeros(0)
         self.computations = 0
         self.solves = 0  # relaxed solves (more than computations when a dropped link overloaded)
 
@@ -69,8 +72,9 @@ class RelaxedMaxMin:
         if self._bypass > 0:
             self._bypass -= 1
             rates = max_min_rates(paths, capacities, caps, weights)
+            self.loads = link_loads(paths, weights, rates, capacities.size)
             if self._bypass == 0:  # back to the relaxation, over the links that bind now
-                self._keep_loaded(link_loads(paths, weights, rates, capacities.size), capacities)
+                self._keep_loaded(self.loads, capacities)
                 self._reset_rows(self._rows[1].size, paths.shape[1])  # classes rekeyed meanwhile were not merged
             return rates
         classes = paths.shape[0]
@@ -107,7 +111,9 @@ class RelaxedMaxMin:
                 continue
             if used > MERGE_AT_MOST * live + 64:
                 self._bypass = BYPASS_CALLS
-                return max_min_rates(paths, capacities, caps, weights)
+                rates = max_min_rates(paths, capacities, caps, weights)
+                self.loads = link_loads(paths, weights, rates, capacities.size)
+                return rates
             row_paths, row_caps = self._rows
             row_rates = max_min_rates(row_paths[:rows], padded, row_caps[:rows], row_weights)
             loads = _spread(paths, weights, self._row_of[:classes], row_rates, capacities.size, rates)
@@ -118,6 +124,7 @@ class RelaxedMaxMin:
             self._toggled |= overloaded
         if self.computations % SHRINK_EVERY == 0:
             self._keep_loaded(loads, capacities)
+        self.loads = loads
         return rates
 
     def _keep_loaded(self, loads: np.ndarray, capacities: np.ndarray) -> None:

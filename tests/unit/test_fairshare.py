@@ -17,7 +17,7 @@ from hybridbed.controller.circuits import Circuit
 from hybridbed.scheduler.model import JobSpec, Resources, Task, build_job
 from hybridbed.simulator import relaxed_rates
 from hybridbed.simulator.fabric import FabricLinks
-from hybridbed.simulator.fairshare import RateSolver, max_min_rates, progressive_filling_rates
+from hybridbed.simulator.fairshare import RateSolver, link_loads, max_min_rates, progressive_filling_rates
 from hybridbed.simulator.flows import Flow, FlowTable
 from hybridbed.simulator.relaxed_rates import RelaxedMaxMin
 
@@ -173,6 +173,10 @@ def test_the_relaxed_solver_matches_the_reference_over_any_sequence_of_computati
             expected = progressive_filling_rates(paths, capacities, caps, weights)
             live = weights > 0
             assert got[live] == pytest.approx(expected[live], rel=1e-9)
+            # what the flow table's core counters read: every finite link's load at those rates
+            finite = np.isfinite(capacities)
+            loads = link_loads(paths, weights, expected, capacities.size)
+            assert solver.loads[finite] == pytest.approx(loads[finite], rel=1e-9, abs=1e-9)
 
 
 # a flow table's life: start a flow (source host, destination host, cap in Mb/s or none, whether it shares
