@@ -55,6 +55,7 @@ class RelaxedMaxMin:
         self._reset_rows(1024, 0)
         self._bypass = 0  # computations left to run without the relaxation
         self.loads = np.zeros(0)
+        self._padded = np.zeros(0)  # the capacities and the relaxation's padding link (infinite), last
         self.computations = 0
         self.solves = 0  # relaxed solves (more than computations when a dropped link overloaded)
 
@@ -78,9 +79,10 @@ class RelaxedMaxMin:
                 self._reset_rows(self._rows[1].size, paths.shape[1])  # classes rekeyed meanwhile were not merged
             return rates
         classes = paths.shape[0]
-        padded = np.append(capacities, np.inf)  # the relaxation's padding link: the last
+        if self._padded.size != capacities.size + 1:
+            self._padded = np.full(capacities.size + 1, np.inf)  # the relaxation's padding link: the last
+        self._padded[:-1] = capacities
         rates = np.empty(classes)
-        live = int(np.count_nonzero(weights > 0))
         if rekeyed is None:
             self._reset_rows(self._rows[1].size, paths.shape[1])
             rekeyed = np.zeros(0, dtype=np.int64)
@@ -96,16 +98,15 @@ class RelaxedMaxMin:
                 paths, caps, dirty, self.kept, capacities.size, self._row_of, self._table, self._rows, self._row_count
             )
             if rows < 0:  # no room for another row: start again with room for twice the live classes
-                self._reset_rows(max(1024, 2 * live), paths.shape[1])
+                self._reset_rows(max(1024, 2 * int(np.count_nonzero(weights))), paths.shape[1])
                 continue
             self._regroup_all, self._row_count = False, rows
             self._toggled[:] = False
             rekeyed = rekeyed[:0]  # merged
-            row_weights = _row_weights(weights, self._row_of[:classes], rows)
-            if row_weights is None:  # a live class not merged yet (its flows came back without a rekey)
+            row_weights, used, live = _row_weights(weights, self._row_of[:classes], rows)
+            if used < 0:  # a live class not merged yet (its flows came back without a rekey)
                 rekeyed = np.flatnonzero((weights > 0) & (self._row_of[:classes] < 0))
                 continue
-            used = int(np.count_nonzero(row_weights))
             if rows > 2 * used + 64:  # mostly rows of classes gone: start again without them
                 self._reset_rows(self._rows[1].size, paths.shape[1])
                 continue
@@ -115,13 +116,12 @@ class RelaxedMaxMin:
                 self.loads = link_loads(paths, weights, rates, capacities.size)
                 return rates
             row_paths, row_caps = self._rows
-            row_rates = max_min_rates(row_paths[:rows], padded, row_caps[:rows], row_weights)
-            loads = _spread(paths, weights, self._row_of[:classes], row_rates, capacities.size, rates)
-            overloaded = ~self.kept & (loads > capacities * (1 + RELATIVE_TOLERANCE))
-            if not overloaded.any():
+            row_rates = max_min_rates(row_paths[:rows], self._padded, row_caps[:rows], row_weights)
+            loads, overloaded = _spread(
+                paths, weights, self._row_of[:classes], row_rates, capacities, self.kept, self._toggled, rates
+            )
+            if not overloaded:
                 break
-            self.kept |= overloaded
-            self._toggled |= overloaded
         if self.computations % SHRINK_EVERY == 0:
             self._keep_loaded(loads, capacities)
         self.loads = loads
@@ -194,22 +194,34 @@ def _merge(paths, caps, dirty, kept, pad, row_of, table, rows, count):  # pragma
 
 @numba.njit(cache=True)
 def _row_weights(weights, row_of, rows):  # pragma: no cover (compiled)
-    """Flows per merged row (None if a live class has no row)."""
+    """Flows per merged row, the rows with flows and the classes with flows (rows with flows -1 if a class
+    with flows has no row)."""
     merged = np.zeros(rows)
+    used = live = 0
     for f in range(weights.size):
         if weights[f] > 0:
-            if row_of[f] < 0:
-                return None
-            merged[row_of[f]] += weights[f]
-    return merged
+            live += 1
+            row = row_of[f]
+            if row < 0:
+                return merged, -1, live
+            used += merged[row] == 0
+            merged[row] += weights[f]
+    return merged, used, live
 
 
 @numba.njit(cache=True)
-def _spread(paths, weights, row_of, row_rates, links, rates):  # pragma: no cover (compiled)
-    """Each class's rate, its row's (into `rates`), and what every link then carries."""
+def _spread(paths, weights, row_of, row_rates, capacities, kept, toggled, rates):  # pragma: no cover (compiled)
+    """Each class's rate, its row's (into `rates`); what every link then carries; whether a dropped link
+    carries more than its capacity (each such link is kept, and marked toggled, for the next solve)."""
     for f in range(weights.size):
         rates[f] = row_rates[row_of[f]] if weights[f] > 0 else 0.0
-    return link_loads(paths, weights, rates, links)
+    loads = link_loads(paths, weights, rates, capacities.size)
+    overloaded = False
+    for link in range(capacities.size):
+        if not kept[link] and loads[link] > capacities[link] * (1 + RELATIVE_TOLERANCE):
+            kept[link] = toggled[link] = True
+            overloaded = True
+    return loads, overloaded
 
 
 @numba.njit(cache=True)
