@@ -15,11 +15,12 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from hybridbed.testbed.shaping import FRAME_BYTES
+
 MB = 1_000_000
 
 
-# a full frame (1514 bytes) carries 1448 payload bytes, and every second one is acknowledged by a 66-byte frame
-FRAME_BYTES = 1514
+# a full frame carries 1448 payload bytes, and every second one is acknowledged by a 66-byte frame
 WIRE_BYTES_PER_PAYLOAD_BYTE = (FRAME_BYTES + 66 / 2) / 1448
 
 SHUFFLE_HEAVY = f"job0\t0\t0\t{8 * MB}\t{16 * MB}\t{MB // 2}\n"
