@@ -72,8 +72,7 @@ class RelaxedMaxMin:
         self._fit(paths, capacities.size)
         if self._bypass > 0:
             self._bypass -= 1
-            rates = max_min_rates(paths, capacities, caps, weights)
-            self.loads = link_loads(paths, weights, rates, capacities.size)
+            rates = self._every_class(paths, capacities, caps, weights)
             if self._bypass == 0:  # back to the relaxation, over the links that bind now
                 self._keep_loaded(self.loads, capacities)
                 self._reset_rows(self._rows[1].size, paths.shape[1])  # classes rekeyed meanwhile were not merged
@@ -112,9 +111,7 @@ class RelaxedMaxMin:
                 continue
             if used > MERGE_AT_MOST * live + 64:
                 self._bypass = BYPASS_CALLS
-                rates = max_min_rates(paths, capacities, caps, weights)
-                self.loads = link_loads(paths, weights, rates, capacities.size)
-                return rates
+                return self._every_class(paths, capacities, caps, weights)
             row_paths, row_caps = self._rows
             row_rates = max_min_rates(row_paths[:rows], self._padded, row_caps[:rows], row_weights)
             loads, overloaded = _spread(
@@ -125,6 +122,14 @@ class RelaxedMaxMin:
         if self.computations % SHRINK_EVERY == 0:
             self._keep_loaded(loads, capacities)
         self.loads = loads
+        return rates
+
+    def _every_class(
+        self, paths: np.ndarray, capacities: np.ndarray, caps: np.ndarray, weights: np.ndarray
+    ) -> np.ndarray:
+        """The rates without the relaxation: bottleneck first over every class (and the links' loads)."""
+        rates = max_min_rates(paths, capacities, caps, weights)
+        self.loads = link_loads(paths, weights, rates, capacities.size)
         return rates
 
     def _keep_loaded(self, loads: np.ndarray, capacities: np.ndarray) -> None:
