@@ -3,6 +3,9 @@
 - Shuffle aggregation (§4.2): a job's reducers are told about map outputs only once the reducers
   running together will fetch at least the elephant threshold (or every reducer of the job is
   running, for jobs that never reach it), so the shuffle moves in bulk over few rack pairs.
+- Planned elephants: a job planned on the OCS has every (map rack, reduce rack) pair of its plan
+  classified as an elephant from its first byte, since the plan sized each pair's share above the
+  threshold; other aggregates are elephants once their announced bytes reach it, as for any policy.
 - OCS demand hints: every hint interval, the bytes that running reducers of released jobs still have
   to fetch from finished or running maps on other racks, summed per rack pair. A pair whose whole
   aggregated shuffle (fetched or not) reaches the elephant threshold is an elephant until it is
@@ -87,6 +90,19 @@ class JobPackerPolicy(PlannedPolicy):
         aggregate, remaining = self._shuffle.rack_pairs(released, cluster.rack_of, cluster.racks)
         elephant = (remaining > 0) & (aggregate >= self.network.elephant_bytes)
         return np.where(elephant, np.maximum(remaining, self.network.elephant_bytes), remaining).tolist()
+
+    def planned_elephant(self, job: Job, source_rack: int, consumer_rack: int) -> bool:
+        """A pair of the job's planned map and reduce racks, for a job planned on the OCS: the profiler
+        chose its widths so that every such pair's share of the shuffle is an elephant (§4.3.1), and its
+        aggregated shuffle is steered onto circuits (§4.2) from the first byte."""
+        planned = self.offline.jobs.get(job.job_id)
+        return (
+            planned is not None
+            and planned.uses_ocs
+            and planned.reduces is not None
+            and source_rack in planned.maps.racks
+            and consumer_rack in planned.reduces.racks
+        )
 
     # ad-hoc jobs ----------------------------------------------------------------------------------
     def adhoc_task(self, host: HostState, cluster: ClusterState, jobs: list[Job]) -> Task | None:

@@ -364,9 +364,11 @@ class SchedulerCore:
 
     def _classify(self, job_id: str, told: list[tuple[Task, Task]]) -> list[ShuffleNotice]:
         """Notices for (consumer, source) pairs, each an elephant if its (job, source rack, consumer rack)
-        aggregate, counting every byte announced so far with these, reaches the elephant threshold (a pair
+        aggregate is one the policy planned as an elephant (JobPacker's aggregated shuffle, §4.2), or if
+        it has reached the elephant threshold counting every byte announced so far with these (a pair
         that crosses it stays an elephant; bytes announced before it crossed went as mice)."""
         rack_of = self.cluster.rack_of
+        job = self.cluster.jobs[job_id]
         announced = self._announced.setdefault(job_id, {})
         for consumer, source in told:
             pair = (rack_of[source.host], rack_of[consumer.host])
@@ -375,5 +377,6 @@ class SchedulerCore:
         notices = []
         for consumer, source in told:
             pair = (rack_of[source.host], rack_of[consumer.host])
-            notices.append(ShuffleNotice(consumer, source, pair[0] != pair[1] and announced[pair] >= threshold))
+            elephant = pair[0] != pair[1] and (announced[pair] >= threshold or self.policy.planned_elephant(job, *pair))
+            notices.append(ShuffleNotice(consumer, source, elephant))
         return notices

@@ -11,6 +11,9 @@ A policy answers the scheduler's questions; it never talks to workers, the netwo
   (so several tasks can start per heartbeat); the task must be pending, and a reduce released.
 - `release_shuffle(job, cluster)`: whether a job's reducers may fetch map outputs yet (shuffle aggregation).
 - `ocs_demand(cluster)`: a rack-by-rack byte matrix to hint to the OCS controller, or None.
+- `planned_elephant(job, source_rack, consumer_rack)`: whether the policy aggregated that rack pair's shuffle
+  into an elephant by plan, so all of its bytes may ride a circuit (the default: no; the scheduler then
+  classifies an aggregate by the bytes announced so far).
 - `plan_rows()`: the offline plan, one row per planned job, for the run's plan.csv.
 - `preempt(cluster)`: running tasks to suspend (frozen where they are, holding their container and memory),
   suspended ones to resume, tasks to kill (to run again from scratch); asked before every round of launches.
@@ -137,6 +140,9 @@ class Policy:
 
     def ocs_demand(self, cluster: ClusterState) -> list[list[float]] | None:
         return None
+
+    def planned_elephant(self, job: Job, source_rack: int, consumer_rack: int) -> bool:
+        return False
 
     def plan_rows(self) -> list[dict]:
         return []
