@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # DSCP value a sender sets on traffic that may take a circuit in steering mode `marked`.
 # AF11 is the RFC 4594 class for high-throughput bulk data.
@@ -106,6 +106,25 @@ class OcsSpec(BaseModel):
             " workers mark with bulk_dscp (JobPacker §2.2); marked: only packets a sender marked with bulk_dscp"
         ),
     )
+
+    elephants_wait: bool = Field(
+        default=False,
+        description=(
+            "with steering elephant: an elephant's bytes go over a circuit only, waiting while their rack pair has"
+            " none (JobPacker §2.2: the elephant matrix M_o is sent via the OCS, the rest via the EPS; Fig. 2 times"
+            " M_o at the OCS's rate alone); false: they take the EPS until their circuit lights, as c-Through's"
+            " hosts do. The simulation backend models it; the emulated ToRs send a dark pair's marked traffic over"
+            " the EPS"
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _waiting_needs_elephants(self) -> OcsSpec:
+        if self.elephants_wait and self.steering != "elephant":
+            raise ValueError(
+                f"ocs.elephants_wait needs ocs.steering elephant (got {self.steering}): only marked elephants can wait"
+            )
+        return self
 
     @property
     def steers_marked_only(self) -> bool:

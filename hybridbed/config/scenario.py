@@ -257,6 +257,11 @@ class Scenario(_Strict):
     def _emulable(self) -> Scenario:
         if self.backend == "emulation" and (problems := self.fabric.emulation_limits()):
             raise ValueError("; ".join(f"fabric.{p}" for p in problems))
+        if self.backend == "emulation" and self.ocs.elephants_wait:
+            raise ValueError(
+                "ocs.elephants_wait: only the simulation backend models elephants waiting for their circuit"
+                " (the emulated ToRs send a dark pair's marked traffic over the EPS)"
+            )
         return self
 
     @model_validator(mode="after")

@@ -10,7 +10,9 @@ max-min fairly (`fairshare`), held to the caps `scheduler.transfers` gives their
 rates, the scenario's per-task cap; a reducer's flows share theirs over a link of the task's own), as
 the emulation's workers pace theirs. The OCS follows
 the controller's periodic mode (`fabric.SimulatedOcs`), matching on the policy's hints and the
-measured rack-to-rack bytes. Every worker heartbeat (all workers beat together) and every job arrival
+measured rack-to-rack bytes; with `ocs.elephants_wait` an elephant connection whose rack pair has no lit
+circuit sends nothing until one lights, and what it has left counts as the pair's demand (at no less than
+the elephant threshold). Every worker heartbeat (all workers beat together) and every job arrival
 offers every free container to the policy; a task's end offers its host's containers at once.
 
 Everything happens in a fixed order from the scenario's seed, so a run is reproducible to the byte (unless the
@@ -30,7 +32,7 @@ import numpy as np
 
 from hybridbed.config.addressing import FabricPlan
 from hybridbed.config.scenario import Scenario
-from hybridbed.controller.circuits import Configuration, MeasuredDemand, combined_demand
+from hybridbed.controller.circuits import Circuit, Configuration, MeasuredDemand, combined_demand
 from hybridbed.results.path_accounting import path_by_ocs_share
 from hybridbed.results.progress import Progress
 from hybridbed.results.records import (
@@ -71,6 +73,7 @@ class ReduceFetches:
     plan: ShuffleFetches = field(default_factory=ShuffleFetches)
     sizes: dict[str, int] = field(default_factory=dict)  # parent task -> its partition's bytes
     elephants: set[str] = field(default_factory=set)  # parent tasks announced as part of an elephant
+    elephant_racks: set[int] = field(default_factory=set)  # the racks of those parents' hosts
     fetched_bytes: int = 0
     link: int | None = None
 
@@ -117,6 +120,12 @@ class Simulation:
         self.ocs = SimulatedOcs(fabric, scenario.scaled_ocs())
         self._ocs_round = 0  # the interval whose slots are due; a later interval's schedule replaces them
         self.steering = scenario.ocs.steering  # in `marked` mode task traffic is unmarked
+        self.elephants_wait = scenario.ocs.elephants_wait
+        self._threshold = scenario.scaled_ocs().elephant_threshold_bytes
+        # per rack pair without a circuit, in elephants_wait mode: its elephants, with the bytes each has left,
+        # and the reducers whose fetchers passed over its hosts
+        self._waiting: dict[tuple[int, int], list[tuple[Flow, float]]] = {}
+        self._passed_over: dict[tuple[int, int], set[str]] = {}
         self._measured = MeasuredDemand(fabric.racks, scenario.ocs.measured_demand)
         self.now = 0.0
         self.events = 0
@@ -233,6 +242,7 @@ class Simulation:
             fetches.sizes[source.task_id] = source.partition_for(fetches.task)
             if notice.elephant:
                 fetches.elephants.add(source.task_id)
+                fetches.elephant_racks.add(self.cluster.rack_of[source.host])
             fetches.plan.announce(source.task_id, source.host)
         for fetches in told.values():
             self._pump(fetches)
@@ -334,7 +344,7 @@ class Simulation:
         self.logs.actions.write(action_row(action, self.now))
         task = action.task
         if action.action == "suspend":
-            self._paused.setdefault(task.task_id, self.flows.take_out(task))
+            self._paused.setdefault(task.task_id, self._take_out(task))
             self._share_cpu(task)
             self._suspensions[task.task_id] = self._suspensions.get(task.task_id, 0) + 1
         elif action.action == "resume":
@@ -344,7 +354,7 @@ class Simulation:
                 (task, action.attempt, self._suspensions[task.task_id]),
             )
         elif action.action == "kill":
-            self.flows.take_out(task)
+            self._take_out(task)
             self._end_fetches(task)
             for running in (self._compute, self._paused, self._parts, self._stats, self._suspensions):
                 running.pop(task.task_id, None)
@@ -354,7 +364,7 @@ class Simulation:
             self._share_cpu(task)
             if task.task_id in self._reduces:
                 self._hold_shuffle_rate(self._reduces[task.task_id])
-            for flow, remaining in self.flows.take_out(task):
+            for flow, remaining in self._take_out(task):
                 self._start_flow(flow, remaining)
 
     def _repace(self, task: Task) -> None:
@@ -385,7 +395,11 @@ class Simulation:
         if fetches.task.task_id in self._paused:
             return
         task = fetches.task
-        for connection in fetches.plan.open():
+        for connection in fetches.plan.open(
+            _DarkElephantHosts(self.cluster.rack_of, self.ocs.lit, fetches, self._passed_over)
+            if self.elephants_wait
+            else ()
+        ):
             size = sum(fetches.sizes[source] for source in connection.sources)
             flow = Flow("shuffle", task, fetches.attempt, connection, connection.host, task.host, size, self.now)
             flow.elephant = any(source in fetches.elephants for source in connection.sources)
@@ -414,6 +428,9 @@ class Simulation:
         a, b = self.cluster.rack_of[flow.src], self.cluster.rack_of[flow.dst]
         circuit = self.ocs.lit.get((a, b))
         steerable = self.steering == "all" or (self.steering == "elephant" and flow.elephant)
+        if self.elephants_wait and steerable and a != b and circuit is None:
+            self._waiting.setdefault((a, b), []).append((flow, flow.size if remaining is None else remaining))
+            return
         if flow.kind == "shuffle":  # held to the task's rate by its link; a local copy by the loopback
             link = self._reduces[flow.task.task_id].link
             self.flows.add(flow, LOOPBACK_BYTES_S if local else np.inf, circuit, remaining, link, steerable)
@@ -421,6 +438,15 @@ class Simulation:
         cap_mbps = transfer_cap_mbps(flow.task.allocation, flow.kind, local, self.task_cap_mbps)
         cap = cap_mbps * MBPS_TO_BYTES_S if cap_mbps else np.inf
         self.flows.add(flow, cap, circuit, remaining, steerable=steerable)
+
+    def _take_out(self, task: Task) -> list[tuple[Flow, float]]:
+        """Remove the task's flows, those waiting for a circuit too: each with the bytes it has still to send."""
+        flows = self.flows.take_out(task)
+        for pair, waiting in list(self._waiting.items()):
+            flows += [entry for entry in waiting if entry[0].task is task]
+            if len(kept := [entry for entry in waiting if entry[0].task is not task]) < len(waiting):
+                self._waiting[pair] = kept
+        return flows
 
     def _flow_finished(self, flow: Flow) -> None:
         task = flow.task
@@ -475,6 +501,8 @@ class Simulation:
         hints = self.policy.ocs_demand(self.cluster) or [[0.0] * racks for _ in range(racks)]
         measured = self._measured.update(self.flows.take_pair_bytes())
         demand = combined_demand(hints, measured, self.scenario.ocs.demand_source)
+        for (a, b), left in self._elephants_waiting().items():
+            demand[a][b] += max(left, self._threshold)  # an elephant's, whatever is left of it
         first, *later = self.ocs.schedule(demand)
         self._ocs_round += 1
         self._set_circuits(first.configuration)
@@ -482,6 +510,20 @@ class Simulation:
             self._at(self.now + slot.offset_s, "ocs_slot", (self._ocs_round, slot.configuration))
         interval = self.scenario.ocs.reconfig_interval_s
         self._at(max(due + interval, self.now + FINISH_TOLERANCE_S), "ocs_tick", due + interval)
+
+    def _elephants_waiting(self) -> dict[tuple[int, int], float]:
+        """Per dark rack pair, the elephant bytes waiting for its circuit: those of connections it stopped and
+        those its reducers' fetchers passed over (queued at the hosts: how c-Through estimates demand)."""
+        waiting = {pair: sum(left for _, left in flows) for pair, flows in self._waiting.items() if flows}
+        rack_of = self.cluster.rack_of
+        for (a, b), reducers in list(self._passed_over.items()):
+            live = [self._reduces[t] for t in reducers if t in self._reduces]
+            left = sum(f.sizes[source] for f in live for host, source in f.plan.waiting() if rack_of[host] == a)
+            if left > 0:
+                waiting[a, b] = waiting.get((a, b), 0.0) + left
+            else:
+                del self._passed_over[a, b]  # fetched since, or the reducers are gone
+        return waiting
 
     def _ocs_slot(self, round_: int, configuration: Configuration) -> None:
         """A later slot of an interval's schedule (none once the next interval's schedule has been made)."""
@@ -501,4 +543,35 @@ class Simulation:
             self._at(lit_at, "ocs_lit", None)
 
     def _reroute(self, a: int, b: int) -> None:
-        self.flows.reroute(a, b, self.ocs.lit.get((a, b)))
+        """Rack pair a->b's circuit lit, changed or went dark: its steerable flows move onto it or off it (in
+        elephants_wait mode, off it means waiting for the next one)."""
+        circuit = self.ocs.lit.get((a, b))
+        if self.elephants_wait and circuit is None:
+            self._waiting.setdefault((a, b), []).extend(self.flows.take_out_pair(a, b))
+            return
+        self.flows.reroute(a, b, circuit)
+        for flow, remaining in self._waiting.pop((a, b), []):
+            self._start_flow(flow, remaining)
+        for task_id in self._passed_over.pop((a, b), ()):
+            if (fetches := self._reduces.get(task_id)) is not None:
+                self._pump(fetches)
+
+
+@dataclass
+class _DarkElephantHosts:
+    """The map hosts a reducer's fetchers pass over in elephants_wait mode, as Hadoop's fetchers pass over a
+    host they cannot copy from for now: those on racks that hold the reducer elephant outputs and have no lit
+    circuit to its rack. Each pair passed over is noted, so the reducer opens connections when it lights."""
+
+    rack_of: dict[str, int]
+    lit: dict[tuple[int, int], Circuit]
+    fetches: ReduceFetches
+    passed_over: dict[tuple[int, int], set[str]]  # rack pair -> reducers
+
+    def __contains__(self, host: object) -> bool:
+        reducer = self.fetches.task
+        src, dst = self.rack_of[str(host)], self.rack_of[str(reducer.host)]
+        if src == dst or src not in self.fetches.elephant_racks or (src, dst) in self.lit:
+            return False
+        self.passed_over.setdefault((src, dst), set()).add(reducer.task_id)
+        return True

@@ -233,6 +233,12 @@ class FlowTable:
         rows = [row for row, flow in enumerate(self.flows) if flow.task is task]
         return [self._drop(row) for row in reversed(rows)][::-1]
 
+    def take_out_pair(self, a: int, b: int) -> list[tuple[Flow, float]]:
+        """Remove rack pair a->b's steerable flows (their circuit went dark and they wait for the next)."""
+        n = len(self.flows)
+        rows = np.flatnonzero((self.pair[:n] == a * self.links.racks + b) & self.steerable[:n]).tolist()
+        return [self._drop(row) for row in reversed(rows)][::-1]
+
     def _drop(self, row: int) -> tuple[Flow, float]:
         """Remove one flow (the last row fills its place); its OCS bytes so far go with it."""
         flow, remaining = self.flows[row], float(self.remaining[row])

@@ -10,7 +10,7 @@ connection per map host and at most PARALLEL_FETCHES in all, however many maps i
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Container, Iterator
 from dataclasses import dataclass, field
 
 from hybridbed.config.constants import PARALLEL_FETCHES
@@ -49,9 +49,10 @@ class ShuffleFetches:
         if not self._on_connection(source):
             self._waiting.setdefault(host, {})[source] = None
 
-    def open(self, backing_off: Collection[str] = ()) -> list[Connection]:
+    def open(self, backing_off: Container[str] = ()) -> list[Connection]:
         """The connections to open now: hosts with outputs waiting, no connection and not `backing_off` (after
-        a failure), in the order their first output was announced, while fewer than `parallel` are open."""
+        a failure, or out of reach for now), in the order their first output was announced, while fewer than
+        `parallel` are open."""
         opened = []
         for host in list(self._waiting):
             if len(self.in_flight) >= self.parallel:
@@ -67,6 +68,12 @@ class ShuffleFetches:
             connection = self.in_flight[host] = Connection(host, sources)
             opened.append(connection)
         return opened
+
+    def waiting(self) -> Iterator[tuple[str, str]]:
+        """(host, parent task) of every output still to fetch and on no connection."""
+        for host, sources in self._waiting.items():
+            for source in sources:
+                yield host, source
 
     def done(self, connection: Connection) -> None:
         """The connection copied all its outputs."""

@@ -45,6 +45,11 @@ def write(tmp_path: Path, text: str) -> Path:
             r"heartbeat_timeout_s 0.1 is under two heartbeats",
         ),
         ({"scheduler": {"policy_params": {"fair": {"node_delay_s": math.inf}}}}, r"policy_params.fair: .*finite"),
+        ({"ocs": {"elephants_wait": True}}, r"ocs.elephants_wait needs ocs.steering elephant \(got all\)"),
+        (
+            {"backend": "emulation", "ocs": {"steering": "elephant", "elephants_wait": True}},
+            r"ocs.elephants_wait: only the simulation backend models",
+        ),
     ],
 )
 def test_malformed_fields_are_named(tmp_path, change, message):

@@ -3,6 +3,7 @@ backends making one connection per map host."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -13,7 +14,7 @@ import pytest
 from hybridbed.config.fabric import FabricSpec
 from hybridbed.scheduler.model import JobSpec, Resources, build_job
 from hybridbed.simulator.fabric import FabricLinks
-from hybridbed.simulator.flows import Flow, FlowTable
+from hybridbed.simulator.flows import FINISH_FRACTION, Flow, FlowTable
 from hybridbed.workers.pacing import Pacer, Rate
 from hybridbed.workers.shuffle import MAX_OUTPUTS_PER_CONNECTION, Connection, ShuffleFetches
 
@@ -138,3 +139,50 @@ def test_in_steering_mode_elephant_only_elephant_aggregates_ride_the_circuits(tm
     assert (aggregates[aggregates.bytes < threshold].elephant == 0).all()
     everything = pd.read_csv(simulate(tmp_path, "jobpacker", "all") / "flows.csv")
     assert everything[everything.src_rack != everything.dst_rack].ocs_bytes.sum() > elephants.ocs_bytes.sum()
+
+
+@pytest.mark.parametrize("policy", ["jobpacker", "fair"])
+def test_with_elephants_wait_an_elephant_crosses_racks_only_over_a_circuit(tmp_path, policy):
+    """JobPacker §2.2: the elephant matrix is sent via the OCS and the rest via the EPS, so an elephant whose
+    rack pair has no circuit waits for one (whoever hints or measures its demand: Fair hints nothing)."""
+    ocs = {"ocs.steering": "elephant", "ocs.elephant_threshold_bytes": 300e6}
+    cross = {}
+    for wait in (False, True):
+        out = simulate(tmp_path, policy, f"wait-{wait}", **ocs, **{"ocs.elephants_wait": wait})
+        flows = pd.read_csv(out / "flows.csv")
+        cross[wait] = flows[flows.src_rack != flows.dst_rack]
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["jobs_done"] == len(pd.read_csv(out / "jobs.csv"))
+        assert summary["reconfigurations"] > 0 or not wait  # what waits is demand (Fair's measured one may not be)
+    elephants, mice = cross[True][cross[True].elephant == 1], cross[True][cross[True].elephant == 0]
+    assert len(elephants) and len(mice)
+    # every byte of an elephant went over a circuit, none of a mouse's (but a flow finishes FINISH_FRACTION of
+    # its time so far early: those last bytes, at most at its host's rate, are counted sent on no link)
+    host_bytes_s = json.loads((out / "scenario.json").read_text())["fabric"]["host_rate_mbps"] * 1e6 / 8
+    early = FINISH_FRACTION * (elephants.end_s - elephants.start_s) * host_bytes_s
+    assert (elephants.ocs_bytes >= elephants.bytes - early - 1).all() and (mice.ocs_bytes == 0).all()
+    # without waiting, elephants take the EPS while their pair is dark
+    before = cross[False][cross[False].elephant == 1]
+    assert (before.ocs_bytes < before.bytes * 0.9).any()
+
+
+def test_jobpacker_marks_its_planned_rack_pairs_elephants_from_their_first_byte(tmp_path):
+    """JobPacker's profiler sizes a job planned on the OCS so that each (map rack, reduce rack) pair of its plan
+    carries at least the threshold (§4.3.1), and its aggregated shuffle rides circuits (§4.2): every connection
+    of such a pair is an elephant, also those announced before the pair's bytes reached the threshold."""
+    out = simulate(
+        tmp_path, "jobpacker", "planned", **{"ocs.steering": "elephant", "ocs.elephant_threshold_bytes": 1e9}
+    )
+    plan = pd.read_csv(out / "plan.csv", dtype={"map_racks": str, "reduce_racks": str})
+    flows = pd.read_csv(out / "flows.csv")
+    shuffle = flows[(flows.kind == "shuffle") & (flows.src_rack != flows.dst_rack)]
+    planned = set()
+    for row in plan[plan.uses_ocs].itertuples():
+        planned |= {(row.job_id, int(a), int(b)) for a in row.map_racks.split() for b in row.reduce_racks.split()}
+    on_plan = shuffle.apply(lambda f: (f.job_id, f.src_rack, f.dst_rack) in planned, axis=1)
+    assert on_plan.any() and (shuffle[on_plan].elephant == 1).all()
+    # pairs below the (scaled) threshold among them: announced bytes alone would have left those mice
+    pairs = shuffle[on_plan].groupby(["job_id", "src_rack", "dst_rack"]).bytes.sum()
+    assert (pairs < 1e9 * 0.001).any()
+    others = shuffle[~on_plan].groupby(["job_id", "src_rack", "dst_rack"]).agg({"bytes": "sum", "elephant": "max"})
+    assert (others[others.elephant == 1].bytes >= 1e9 * 0.001).all()  # elephants by their announced bytes
