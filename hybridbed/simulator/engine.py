@@ -11,8 +11,8 @@ rates, the scenario's per-task cap; a reducer's flows share theirs over a link o
 the emulation's workers pace theirs. The OCS follows
 the controller's periodic mode (`fabric.SimulatedOcs`), matching on the policy's hints and the
 measured rack-to-rack bytes; with `ocs.elephants_wait` an elephant connection whose rack pair has no lit
-circuit sends nothing until one lights, and what it has left counts as the pair's demand (at no less than
-the elephant threshold). Every worker heartbeat (all workers beat together) and every job arrival
+circuit sends nothing until one lights (a reducer's fetchers pass over the hosts behind it meanwhile), and
+what waits counts as the pair's demand (at no less than the elephant threshold). Every worker heartbeat (all workers beat together) and every job arrival
 offers every free container to the policy; a task's end offers its host's containers at once.
 
 Everything happens in a fixed order from the scenario's seed, so a run is reproducible to the byte (unless the
@@ -120,7 +120,7 @@ class Simulation:
         self.ocs = SimulatedOcs(fabric, scenario.scaled_ocs())
         self._ocs_round = 0  # the interval whose slots are due; a later interval's schedule replaces them
         self.steering = scenario.ocs.steering  # in `marked` mode task traffic is unmarked
-        self.elephants_wait = scenario.ocs.elephants_wait
+        self.elephants_wait = scenario.ocs.elephants_wait and fabric.has_ocs  # F-EPS has no circuit to wait for
         self._threshold = scenario.scaled_ocs().elephant_threshold_bytes
         # per rack pair without a circuit, in elephants_wait mode: its elephants, with the bytes each has left,
         # and the reducers whose fetchers passed over its hosts

@@ -141,6 +141,17 @@ def test_in_steering_mode_elephant_only_elephant_aggregates_ride_the_circuits(tm
     assert everything[everything.src_rack != everything.dst_rack].ocs_bytes.sum() > elephants.ocs_bytes.sum()
 
 
+def test_elephants_wait_leaves_a_fabric_without_circuits_as_it_is(tmp_path):
+    """F-EPS (`fabric.variant: f-eps`) has no OCS: its elephants cross the core like every other flow."""
+    ocs = {"ocs.steering": "elephant", "ocs.elephant_threshold_bytes": 300e6, "fabric.variant": "f-eps"}
+    runs = [
+        simulate(tmp_path, "fair", f"f-eps-{wait}", **ocs, **{"ocs.elephants_wait": wait}) for wait in (False, True)
+    ]
+    jobs = [pd.read_csv(out / "jobs.csv").set_index("job_id").finish_s for out in runs]
+    flows = pd.read_csv(runs[1] / "flows.csv")
+    assert (flows.elephant == 1).any() and jobs[0].equals(jobs[1])
+
+
 @pytest.mark.parametrize("policy", ["jobpacker", "fair"])
 def test_with_elephants_wait_an_elephant_crosses_racks_only_over_a_circuit(tmp_path, policy):
     """JobPacker §2.2: the elephant matrix is sent via the OCS and the rest via the EPS, so an elephant whose
