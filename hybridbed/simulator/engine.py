@@ -12,8 +12,9 @@ the emulation's workers pace theirs. The OCS follows
 the controller's periodic mode (`fabric.SimulatedOcs`), matching on the policy's hints and the
 measured rack-to-rack bytes; with `ocs.elephants_wait` an elephant connection whose rack pair has no lit
 circuit sends nothing until one lights (a reducer's fetchers pass over the hosts behind it meanwhile), and
-what waits counts as the pair's demand (at no less than the elephant threshold). Every worker heartbeat (all workers beat together) and every job arrival
-offers every free container to the policy; a task's end offers its host's containers at once.
+what waits counts as the pair's demand (at no less than the elephant threshold). Every worker heartbeat
+(all workers beat together) and every job arrival offers every free container to the policy; a task's end
+offers its host's containers at once.
 
 Everything happens in a fixed order from the scenario's seed, so a run is reproducible to the byte (unless the
 policy itself looks at the wall clock: DSP's MILP stops at a time limit).
@@ -560,8 +561,8 @@ class Simulation:
 @dataclass
 class _DarkElephantHosts:
     """The map hosts a reducer's fetchers pass over in elephants_wait mode, as Hadoop's fetchers pass over a
-    host they cannot copy from for now: those on racks that hold the reducer elephant outputs and have no lit
-    circuit to its rack. Each pair passed over is noted, so the reducer opens connections when it lights."""
+    host they cannot copy from for now: those on racks that hold the reducer's elephant outputs and have no
+    lit circuit to its rack. Each pair passed over is noted, so the reducer opens connections when it lights."""
 
     rack_of: dict[str, int]
     lit: dict[tuple[int, int], Circuit]
