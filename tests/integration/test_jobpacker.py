@@ -109,9 +109,10 @@ def test_in_steering_mode_elephant_the_marked_elephant_connections_ride_the_circ
     flows = pd.read_csv(out / "jobpacker" / "flows.csv")
     elephants = flows[(flows.src_rack != flows.dst_rack) & (flows.elephant == 1)]
     assert set(flows[flows.elephant == 1].job_id) == {"job0"} and summary["reconfigurations"] >= 1
-    # The circuits carried the marked connections' bytes: a rack pair's first 2 MB may go as mice, so at least
-    # half; at most those bytes in full frames with their acknowledgements, plus every segment the run's hosts
-    # sent again (what a reconfiguration drops on a circuit is resent: 5-17 % of the segments measured).
+    # The circuits carried the marked connections' bytes (the planned pairs' from their first byte): at least
+    # half, as a marked connection takes the EPS until its circuit lights; at most those bytes in full frames
+    # with their acknowledgements, plus every segment the run's hosts sent again (what a reconfiguration drops
+    # on a circuit is resent: 5-17 % of the segments measured).
     wire = WIRE_BYTES_PER_PAYLOAD_BYTE * elephants.bytes.sum()
     resent = summary["fidelity"]["tcp"]["retransmitted"] * FRAME_BYTES
     assert 0.5 * elephants.bytes.sum() <= summary["ocs_uplink_bytes"] <= wire + resent, (wire, resent)
