@@ -230,13 +230,17 @@ class FlowTable:
 
     def take_out(self, task: Task) -> list[tuple[Flow, float]]:
         """Remove the task's flows (it was suspended or killed): each with the bytes it has still to send."""
-        rows = [row for row, flow in enumerate(self.flows) if flow.task is task]
-        return [self._drop(row) for row in reversed(rows)][::-1]
+        return self._drop_rows([row for row, flow in enumerate(self.flows) if flow.task is task])
 
     def take_out_pair(self, a: int, b: int) -> list[tuple[Flow, float]]:
         """Remove rack pair a->b's steerable flows (their circuit went dark and they wait for the next)."""
         n = len(self.flows)
-        rows = np.flatnonzero((self.pair[:n] == a * self.links.racks + b) & self.steerable[:n]).tolist()
+        return self._drop_rows(
+            np.flatnonzero((self.pair[:n] == a * self.links.racks + b) & self.steerable[:n]).tolist()
+        )
+
+    def _drop_rows(self, rows: list[int]) -> list[tuple[Flow, float]]:
+        """Remove these rows (ascending), from the last so no row still to remove is moved; in their order."""
         return [self._drop(row) for row in reversed(rows)][::-1]
 
     def _drop(self, row: int) -> tuple[Flow, float]:
