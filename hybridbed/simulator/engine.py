@@ -118,11 +118,12 @@ class Simulation:
             (port, *self.links.core_positions(port.rack, port.ocs_port)) for port in plan.tor_core_ports()
         ]
         self.task_cap_mbps = workers.task_rate_cap_mbps
-        self.ocs = SimulatedOcs(fabric, scenario.scaled_ocs())
+        ocs = scenario.scaled_ocs()
+        self.ocs = SimulatedOcs(fabric, ocs)
         self._ocs_round = 0  # the interval whose slots are due; a later interval's schedule replaces them
         self.steering = scenario.ocs.steering  # in `marked` mode task traffic is unmarked
         self.elephants_wait = scenario.ocs.elephants_wait and fabric.has_ocs  # F-EPS has no circuit to wait for
-        self._threshold = scenario.scaled_ocs().elephant_threshold_bytes
+        self._threshold = ocs.elephant_threshold_bytes
         # per rack pair without a circuit, in elephants_wait mode: its elephants, with the bytes each has left,
         # and the reducers whose fetchers passed over its hosts
         self._waiting: dict[tuple[int, int], list[tuple[Flow, float]]] = {}
@@ -517,13 +518,23 @@ class Simulation:
         those its reducers' fetchers passed over (queued at the hosts: how c-Through estimates demand)."""
         waiting = {pair: sum(left for _, left in flows) for pair, flows in self._waiting.items() if flows}
         rack_of = self.cluster.rack_of
-        for (a, b), reducers in list(self._passed_over.items()):
-            live = [self._reduces[t] for t in reducers if t in self._reduces]
-            left = sum(f.sizes[source] for f in live for host, source in f.plan.waiting() if rack_of[host] == a)
-            if left > 0:
-                waiting[a, b] = waiting.get((a, b), 0.0) + left
+        dark_racks: dict[str, set[int]] = {}  # reducer -> the source racks it passed over
+        for (a, _), reducers in self._passed_over.items():
+            for task_id in reducers:
+                dark_racks.setdefault(task_id, set()).add(a)
+        passed_over: dict[tuple[int, int], float] = {}
+        for task_id, racks in dark_racks.items():  # one pass over each reducer's waiting outputs
+            if (fetches := self._reduces.get(task_id)) is None:
+                continue
+            b = rack_of[str(fetches.task.host)]
+            for host, source in fetches.plan.waiting():
+                if (a := rack_of[host]) in racks:
+                    passed_over[a, b] = passed_over.get((a, b), 0.0) + fetches.sizes[source]
+        for pair in list(self._passed_over):
+            if passed_over.get(pair, 0.0) > 0:
+                waiting[pair] = waiting.get(pair, 0.0) + passed_over[pair]
             else:
-                del self._passed_over[a, b]  # fetched since, or the reducers are gone
+                del self._passed_over[pair]  # fetched since, or the reducers are gone
         return waiting
 
     def _ocs_slot(self, round_: int, configuration: Configuration) -> None:
