@@ -125,9 +125,10 @@ class Simulation:
         self.elephants_wait = scenario.ocs.elephants_wait and fabric.has_ocs  # F-EPS has no circuit to wait for
         self._threshold = ocs.elephant_threshold_bytes
         # per rack pair without a circuit, in elephants_wait mode: its elephants, with the bytes each has left,
-        # and the reducers whose fetchers passed over its hosts
+        # and the reducers whose fetchers passed over its hosts (ordered, as every collection the run iterates:
+        # a set of strings iterates in an order that changes from process to process)
         self._waiting: dict[tuple[int, int], list[tuple[Flow, float]]] = {}
-        self._passed_over: dict[tuple[int, int], set[str]] = {}
+        self._passed_over: dict[tuple[int, int], dict[str, None]] = {}
         self._measured = MeasuredDemand(fabric.racks, scenario.ocs.measured_demand)
         self.now = 0.0
         self.events = 0
@@ -578,12 +579,12 @@ class _DarkElephantHosts:
     rack_of: dict[str, int]
     lit: dict[tuple[int, int], Circuit]
     fetches: ReduceFetches
-    passed_over: dict[tuple[int, int], set[str]]  # rack pair -> reducers
+    passed_over: dict[tuple[int, int], dict[str, None]]  # rack pair -> reducers
 
     def __contains__(self, host: object) -> bool:
         reducer = self.fetches.task
         src, dst = self.rack_of[str(host)], self.rack_of[str(reducer.host)]
         if src == dst or src not in self.fetches.elephant_racks or (src, dst) in self.lit:
             return False
-        self.passed_over.setdefault((src, dst), set()).add(reducer.task_id)
+        self.passed_over.setdefault((src, dst), {})[reducer.task_id] = None
         return True
