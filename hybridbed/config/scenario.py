@@ -255,9 +255,11 @@ class Scenario(_Strict):
 
     @model_validator(mode="after")
     def _emulable(self) -> Scenario:
-        if self.backend == "emulation" and (problems := self.fabric.emulation_limits()):
+        if self.backend != "emulation":
+            return self
+        if problems := self.fabric.emulation_limits():
             raise ValueError("; ".join(f"fabric.{p}" for p in problems))
-        if self.backend == "emulation" and self.ocs.elephants_wait:
+        if self.ocs.elephants_wait:
             raise ValueError(
                 "ocs.elephants_wait: only the simulation backend models elephants waiting for their circuit"
                 " (the emulated ToRs send a dark pair's marked traffic over the EPS)"
