@@ -527,10 +527,10 @@ class Simulation:
         for task_id, racks in dark_racks.items():  # one pass over each reducer's waiting outputs
             if (fetches := self._reduces.get(task_id)) is None:
                 continue
-            b = rack_of[str(fetches.task.host)]
-            for host, source in fetches.plan.waiting():
+            b, sizes = rack_of[str(fetches.task.host)], fetches.sizes
+            for host, sources in fetches.plan.waiting():
                 if (a := rack_of[host]) in racks:
-                    passed_over[a, b] = passed_over.get((a, b), 0.0) + fetches.sizes[source]
+                    passed_over[a, b] = passed_over.get((a, b), 0.0) + sum(sizes[source] for source in sources)
         for pair in list(self._passed_over):
             if passed_over.get(pair, 0.0) > 0:
                 waiting[pair] = waiting.get(pair, 0.0) + passed_over[pair]
@@ -570,21 +570,28 @@ class Simulation:
                 self._pump(fetches)
 
 
-@dataclass
 class _DarkElephantHosts:
     """The map hosts a reducer's fetchers pass over in elephants_wait mode, as Hadoop's fetchers pass over a
     host they cannot copy from for now: those on racks that hold the reducer's elephant outputs and have no
-    lit circuit to its rack. Each pair passed over is noted, so the reducer opens connections when it lights."""
+    lit circuit to its rack. Each pair passed over is noted, so the reducer opens connections when it lights.
+    The dark racks are worked out once per call of `ShuffleFetches.open`, which asks about every waiting host."""
 
-    rack_of: dict[str, int]
-    lit: dict[tuple[int, int], Circuit]
-    fetches: ReduceFetches
-    passed_over: dict[tuple[int, int], dict[str, None]]  # rack pair -> reducers
+    def __init__(
+        self,
+        rack_of: dict[str, int],
+        lit: dict[tuple[int, int], Circuit],
+        fetches: ReduceFetches,
+        passed_over: dict[tuple[int, int], dict[str, None]],  # rack pair -> reducers
+    ) -> None:
+        self.rack_of = rack_of
+        self.reducer = fetches.task.task_id
+        self.rack = rack_of[str(fetches.task.host)]
+        self.dark = {src for src in fetches.elephant_racks if src != self.rack and (src, self.rack) not in lit}
+        self.passed_over = passed_over
 
     def __contains__(self, host: object) -> bool:
-        reducer = self.fetches.task
-        src, dst = self.rack_of[str(host)], self.rack_of[str(reducer.host)]
-        if src == dst or src not in self.fetches.elephant_racks or (src, dst) in self.lit:
+        src = self.rack_of[str(host)]
+        if src not in self.dark:
             return False
-        self.passed_over.setdefault((src, dst), {})[reducer.task_id] = None
+        self.passed_over.setdefault((src, self.rack), {})[self.reducer] = None
         return True

@@ -10,7 +10,8 @@ connection per map host and at most PARALLEL_FETCHES in all, however many maps i
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterator
+import itertools
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from hybridbed.config.constants import PARALLEL_FETCHES
@@ -53,14 +54,19 @@ class ShuffleFetches:
         """The connections to open now: hosts with outputs waiting, no connection and not `backing_off` (after
         a failure, or out of reach for now), in the order their first output was announced, while fewer than
         `parallel` are open."""
+        room = self.parallel - len(self.in_flight)
+        if room <= 0:
+            return []
+        hosts = []
+        for host in self._waiting:
+            if host not in self.in_flight and host not in backing_off:
+                hosts.append(host)
+                if len(hosts) == room:
+                    break
         opened = []
-        for host in list(self._waiting):
-            if len(self.in_flight) >= self.parallel:
-                break
-            if host in self.in_flight or host in backing_off:
-                continue
+        for host in hosts:
             waiting = self._waiting[host]
-            sources = tuple(list(waiting)[: self.per_connection])
+            sources = tuple(itertools.islice(waiting, self.per_connection))
             for source in sources:
                 del waiting[source]
             if not waiting:
@@ -69,11 +75,9 @@ class ShuffleFetches:
             opened.append(connection)
         return opened
 
-    def waiting(self) -> Iterator[tuple[str, str]]:
-        """(host, parent task) of every output still to fetch and on no connection."""
-        for host, sources in self._waiting.items():
-            for source in sources:
-                yield host, source
+    def waiting(self) -> Iterator[tuple[str, Iterable[str]]]:
+        """Every host with outputs still to fetch and on no connection, with those outputs (parent tasks)."""
+        return iter(self._waiting.items())
 
     def done(self, connection: Connection) -> None:
         """The connection copied all its outputs."""
