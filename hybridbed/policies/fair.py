@@ -14,12 +14,16 @@ same reason).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import bisect
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
 from hybridbed.policies.locality import DelayScheduling, LocalityParams
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.model import Job, Task
 from hybridbed.scheduler.policy import Policy
+
+OfferKey = tuple[float, float, str]  # (share, arrival, job id): the order jobs are offered a container in
 
 
 class FairPolicy(Policy):
@@ -31,22 +35,78 @@ class FairPolicy(Policy):
     def __init__(self, **params: object):
         super().__init__(**params)
         self.locality = DelayScheduling(self.params)
+        self._in_round = False
+        self._round: _OfferOrder | None = None  # in a round of offers, once asked: the jobs in offer order
+
+    @contextmanager
+    def offer_round(self, cluster: ClusterState) -> Iterator[None]:
+        """The launchable jobs are sorted once per round: within it only the job last offered to changes its
+        share. With 10,000 jobs waiting, sorting them at each of 90,000 offers took minutes."""
+        self._in_round = True
+        try:
+            yield
+        finally:
+            self._in_round, self._round = False, None
 
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
-        return self.pick(host, cluster, cluster.launchable.values())
+        if not self._in_round:  # asked outside a round (a policy's tests): sort now
+            return self.pick(host, cluster, cluster.launchable.values())
+        if self._round is None:
+            self._round = _OfferOrder(cluster.launchable.values(), lambda job: self.offer_key(job, cluster))
+        self._round.update(cluster)
+        task = self.first_task(host, cluster, self._round.jobs)
+        if task is not None:
+            self._round.launched(cluster.jobs[task.job_id])
+        return task
 
     def share(self, job: Job, cluster: ClusterState) -> float:
         """How much of the cluster the job holds; the job holding least is offered first."""
         return job.n_running
 
+    def offer_key(self, job: Job, cluster: ClusterState) -> OfferKey:
+        return (self.share(job, cluster), job.spec.arrival_s, job.job_id)
+
     def pick(self, host: HostState, cluster: ClusterState, jobs: Iterable[Job]) -> Task | None:
-        """Fair's choice among the given jobs (planning policies hand it the jobs their plan leaves out).
-        A job whose task needs more cores or memory than the host has free is passed over."""
-        for job in sorted(jobs, key=lambda j: (self.share(j, cluster), j.spec.arrival_s, j.job_id)):
+        """Fair's choice among the given jobs (planning policies hand it the jobs their plan leaves out)."""
+        return self.first_task(host, cluster, sorted(jobs, key=lambda job: self.offer_key(job, cluster)))
+
+    def first_task(self, host: HostState, cluster: ClusterState, ordered: Iterable[Job]) -> Task | None:
+        """The first task the jobs, in offer order, have for the host. A job whose task needs more cores or
+        memory than the host has free is passed over."""
+        for job in ordered:
             task = self.locality.map_for(job, host, cluster) or cluster.released_reduce(job)
             if task is not None and host.can_run(task, cores=self.allocates_cores):
                 return task
         return None
+
+
+class _OfferOrder:
+    """A round's launchable jobs in offer order. Launching a task changes its job's share and may leave the
+    job with nothing to launch; nothing else changes within a round, so only that job moves."""
+
+    def __init__(self, jobs: Iterable[Job], key: Callable[[Job], OfferKey]) -> None:
+        self.key = key
+        keyed = sorted((key(job), job) for job in jobs)  # keys are unique (job ids): jobs are never compared
+        self.keys = [k for k, _ in keyed]
+        self.jobs = [job for _, job in keyed]
+        self._launched: tuple[OfferKey, Job] | None = None  # the job the last offer launched a task of
+
+    def launched(self, job: Job) -> None:
+        """An offer is launching a task of `job` (its key is still the one it is sorted by)."""
+        self._launched = (self.key(job), job)
+
+    def update(self, cluster: ClusterState) -> None:
+        """Move the job launched last to where its new share puts it (out, if it has nothing to launch now)."""
+        if self._launched is None:
+            return
+        (old, job), self._launched = self._launched, None
+        i = bisect.bisect_left(self.keys, old)
+        del self.keys[i], self.jobs[i]
+        if job.job_id in cluster.launchable:
+            new = self.key(job)
+            i = bisect.bisect_left(self.keys, new)
+            self.keys.insert(i, new)
+            self.jobs.insert(i, job)
 
 
 class FairSlotsPolicy(FairPolicy):

@@ -93,21 +93,22 @@ class SchedulerCore:
             self.rng.shuffle(free)
         else:
             free = [self.cluster.hosts[name] for name in hosts]
-        while free and self.cluster.launchable:
-            taking = []
-            for host in free:
-                task = self.policy.next_task(host, self.cluster) if self.cluster.launchable else None
-                if task is None:
-                    continue
-                allocation = self.policy.launch_share(task, host, self.cluster) or self.cluster.placed_task_demand(
-                    task, host.name
-                )
-                self._check_launch(task, host, allocation)
-                self._start(task, host, now, allocation)
-                launches.append(Launch(task, host.name))
-                if host.free_slots > 0:
-                    taking.append(host)
-            free = taking
+        with self.policy.offer_round(self.cluster):
+            while free and self.cluster.launchable:
+                taking = []
+                for host in free:
+                    task = self.policy.next_task(host, self.cluster) if self.cluster.launchable else None
+                    if task is None:
+                        continue
+                    allocation = self.policy.launch_share(task, host, self.cluster) or self.cluster.placed_task_demand(
+                        task, host.name
+                    )
+                    self._check_launch(task, host, allocation)
+                    self._start(task, host, now, allocation)
+                    launches.append(Launch(task, host.name))
+                    if host.free_slots > 0:
+                        taking.append(host)
+                free = taking
         return launches
 
     def _check_launch(self, task: Task, host: HostState, allocation: Resources) -> None:

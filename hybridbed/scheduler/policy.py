@@ -9,6 +9,8 @@ A policy answers the scheduler's questions; it never talks to workers, the netwo
 - `next_task(host, cluster)`: the next task to start on a host that has a free container, or None.
   Called whenever resources free up or work arrives, again after each launch while the host has room
   (so several tasks can start per heartbeat); the task must be pending, and a reduce released.
+- `offer_round(cluster)`: a context around one round of next_task calls, between which nothing changes but the
+  tasks they launch, so a policy may keep its order of jobs for the round (the default keeps nothing).
 - `release_shuffle(job, cluster)`: whether a job's reducers may fetch map outputs yet (shuffle aggregation).
 - `ocs_demand(cluster)`: a rack-by-rack byte matrix to hint to the OCS controller, or None.
 - `planned_elephant(job, source_rack, consumer_rack)`: whether the policy aggregated that rack pair's shuffle
@@ -31,6 +33,7 @@ the entry point group `hybridbed.policies`; a third-party package adds one witho
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, ClassVar, Literal
@@ -125,6 +128,9 @@ class Policy:
 
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
         raise NotImplementedError
+
+    def offer_round(self, cluster: ClusterState) -> AbstractContextManager[None]:
+        return nullcontext()
 
     def release_shuffle(self, job: Job, cluster: ClusterState) -> bool:
         return True

@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from hybridbed.policies.drf import DrfPolicy
 from hybridbed.policies.fair import FairPolicy, FairSlotsPolicy
 from hybridbed.policies.fifo import FifoPolicy
 from hybridbed.scheduler.cluster import ClusterState, HostState
@@ -94,6 +95,35 @@ def test_fair_hands_a_freed_container_to_the_job_furthest_below_its_share():
     core.task_finished(first.task_id, first.attempt, 2.0)
     (launch,) = core.schedule(2.0)
     assert launch.task.job_id == "b"
+
+
+@pytest.mark.parametrize("policy", [FairPolicy, DrfPolicy])
+def test_a_round_of_offers_launches_what_sorting_the_jobs_at_every_offer_launches(policy):
+    """Fair sorts the jobs once per round of offers and then moves only the job it launched a task of; the
+    same policy without the round (Policy's default) sorts at every offer. Both must choose alike."""
+
+    def launches(policy_class: type[FairPolicy]) -> list[tuple[str, str]]:
+        state = cluster(racks=3, hosts=4, slots=3)
+        core = SchedulerCore(policy_class(), state, random.Random(7))
+        rng = random.Random(3)
+        jobs = [
+            spec(f"j{i}", maps=rng.randint(1, 12), reduces=rng.randint(0, 3), arrival=rng.choice([0.0, 0.5]))
+            for i in range(40)
+        ]
+        submit(core, *jobs)
+        launched = []
+        for step in range(40):
+            now = 1.0 + 0.5 * step  # the locality waits (1 s each) run out along the way
+            launched += [(launch.task.task_id, launch.host) for launch in core.schedule(now)]
+            running = sorted(t.task_id for h in state.hosts.values() for t in h.running.values())
+            for task_id in rng.sample(running, k=min(len(running), 4)):
+                core.task_finished(task_id, core.tasks[task_id].attempt, now)
+        return launched
+
+    sorting_at_every_offer = type("SortingAtEveryOffer", (policy,), {"offer_round": Policy.offer_round})
+    expected = launches(sorting_at_every_offer)
+    assert len(expected) > 150
+    assert launches(policy) == expected
 
 
 @pytest.mark.parametrize(
