@@ -35,26 +35,22 @@ class FairPolicy(Policy):
     def __init__(self, **params: object):
         super().__init__(**params)
         self.locality = DelayScheduling(self.params)
-        self._in_round = False
-        self._round: _OfferOrder | None = None  # in a round of offers, once asked: the jobs in offer order
+        self._round: _OfferOrder | None = None  # during a round of offers: the jobs in offer order
 
     @contextmanager
     def offer_round(self, cluster: ClusterState) -> Iterator[None]:
         """The launchable jobs are sorted once per round: within it only the job last offered to changes its
         share. With 10,000 jobs waiting, sorting them at each of 90,000 offers took minutes."""
-        self._in_round = True
+        self._round = _OfferOrder(lambda job: self.offer_key(job, cluster))
         try:
             yield
         finally:
-            self._in_round, self._round = False, None
+            self._round = None
 
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
-        if not self._in_round:  # asked outside a round (a policy's tests): sort now
+        if self._round is None:  # asked outside a round (a policy's tests): sort now
             return self.pick(host, cluster, cluster.launchable.values())
-        if self._round is None:
-            self._round = _OfferOrder(cluster.launchable.values(), lambda job: self.offer_key(job, cluster))
-        self._round.update(cluster)
-        task = self.first_task(host, cluster, self._round.jobs)
+        task = self.first_task(host, cluster, self._round.ordered(cluster))
         if task is not None:
             self._round.launched(cluster.jobs[task.job_id])
         return task
@@ -81,32 +77,35 @@ class FairPolicy(Policy):
 
 
 class _OfferOrder:
-    """A round's launchable jobs in offer order. Launching a task changes its job's share and may leave the
-    job with nothing to launch; nothing else changes within a round, so only that job moves."""
+    """A round's launchable jobs in offer order, sorted when first asked for. Launching a task changes its
+    job's share and may leave the job with nothing to launch; nothing else changes within a round, so only
+    that job moves."""
 
-    def __init__(self, jobs: Iterable[Job], key: Callable[[Job], OfferKey]) -> None:
+    def __init__(self, key: Callable[[Job], OfferKey]) -> None:
         self.key = key
-        keyed = sorted((key(job), job) for job in jobs)  # keys are unique (job ids): jobs are never compared
-        self.keys = [k for k, _ in keyed]
-        self.jobs = [job for _, job in keyed]
+        self.keys: list[OfferKey] | None = None
+        self.jobs: list[Job] = []
         self._launched: tuple[OfferKey, Job] | None = None  # the job the last offer launched a task of
+
+    def ordered(self, cluster: ClusterState) -> list[Job]:
+        """The launchable jobs in offer order now."""
+        if self.keys is None:
+            keyed = sorted((self.key(job), job) for job in cluster.launchable.values())  # unique keys (job ids)
+            self.keys, self.jobs = [k for k, _ in keyed], [job for _, job in keyed]
+        elif self._launched is not None:  # move it to where its new share puts it (out, if it has nothing now)
+            (old, job), self._launched = self._launched, None
+            i = bisect.bisect_left(self.keys, old)
+            del self.keys[i], self.jobs[i]
+            if job.job_id in cluster.launchable:
+                new = self.key(job)
+                i = bisect.bisect_left(self.keys, new)
+                self.keys.insert(i, new)
+                self.jobs.insert(i, job)
+        return self.jobs
 
     def launched(self, job: Job) -> None:
         """An offer is launching a task of `job` (its key is still the one it is sorted by)."""
         self._launched = (self.key(job), job)
-
-    def update(self, cluster: ClusterState) -> None:
-        """Move the job launched last to where its new share puts it (out, if it has nothing to launch now)."""
-        if self._launched is None:
-            return
-        (old, job), self._launched = self._launched, None
-        i = bisect.bisect_left(self.keys, old)
-        del self.keys[i], self.jobs[i]
-        if job.job_id in cluster.launchable:
-            new = self.key(job)
-            i = bisect.bisect_left(self.keys, new)
-            self.keys.insert(i, new)
-            self.jobs.insert(i, job)
 
 
 class FairSlotsPolicy(FairPolicy):
