@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hybridbed.config.fabric import FabricSpec, OcsSpec, circuit_scheduler_problems
+from hybridbed.config.servers import ServerSpec, load_servers, place_racks
 from hybridbed.config.validation import SpecError, parse_spec
 
 if TYPE_CHECKING:  # pandas loads only for the commands that use it
@@ -170,9 +171,10 @@ def cmd_net(args: argparse.Namespace) -> int:
     fabric, ocs = fabric_from_args(args), ocs_from_args(args)
     if problems := circuit_scheduler_problems(fabric, ocs):
         raise SpecError("; ".join(problems))
+    servers = _servers(args)
     _terminate_on_sigterm()
     with console.status(f"bringing up {fabric.racks} racks x {fabric.hosts_per_rack} hosts ..."):
-        net = HybridNetwork(fabric, ocs)
+        net = HybridNetwork(fabric, ocs, servers=servers)
         net.start()
     try:
         console.print(
@@ -184,6 +186,7 @@ def cmd_net(args: argparse.Namespace) -> int:
                 if fabric.has_ocs
                 else ""
             )
+            + (f"\n  racks per server: {net.racks_per_server()}" if servers else "")
             + f"\n  REST API: ip netns exec {net.run_id} curl -s 127.0.0.1:8080/circuits"
         )
         if args.cli:
@@ -203,6 +206,15 @@ def cmd_net(args: argparse.Namespace) -> int:
     return 0
 
 
+def _servers(args: argparse.Namespace) -> list[ServerSpec]:
+    """The further servers of --servers FILE, validated and placed before anything is built."""
+    if args.servers is None:
+        return []
+    servers = load_servers(Path(args.servers))
+    place_racks(args.racks, servers)
+    return servers
+
+
 def _fmt(value: object) -> str:
     if isinstance(value, float):
         return "n/a" if math.isnan(value) else f"{value:.3f}"
@@ -219,9 +231,10 @@ def cmd_check(args: argparse.Namespace) -> int:
             f"--racks: {fabric.racks}; the reconfiguration probe moves a circuit between three racks, "
             f"so a check of the hybrid fabric needs --racks {CHECK_MIN_RACKS} or more"
         )
+    servers = _servers(args)
     _terminate_on_sigterm()
     with console.status(f"measuring a {fabric.racks}x{fabric.hosts_per_rack} fabric (about a minute) ..."):
-        report = run_check(fabric, reconfig_delay_ms=args.delay_ms, seconds=args.seconds)
+        report = run_check(fabric, reconfig_delay_ms=args.delay_ms, seconds=args.seconds, servers=servers)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
         return 0
@@ -515,6 +528,14 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return 0
 
 
+def _servers_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--servers",
+        metavar="FILE",
+        help="YAML list of further servers to spread the racks over (docs/multi-server.md); default: this machine",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hybridbed", description="Emulation testbed for job scheduling in hybrid EPS/OCS datacenter networks"
@@ -525,6 +546,7 @@ def build_parser() -> argparse.ArgumentParser:
     _fabric_arguments(net)
     _ocs_arguments(net)
     net.add_argument("--cli", action="store_true", help="open the Mininet CLI; Ctrl-D tears down")
+    _servers_argument(net)
     net.set_defaults(func=cmd_net)
 
     check = sub.add_parser("check", help="fidelity self-check: goodput, steering, reconfiguration gap, bring-up time")
@@ -536,6 +558,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--seconds", type=_number_at_least(0, strictly=True), default=4.0, help="length of each goodput measurement"
     )
     check.add_argument("--json", action="store_true", help="print one JSON object")
+    _servers_argument(check)
     check.set_defaults(func=cmd_check)
 
     run = sub.add_parser("run", help="run a scenario's workload on the emulated network under one policy")

@@ -22,7 +22,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="hybridbed fabric controller (os-ken)")
     parser.add_argument("--fabric-spec", required=True)
     parser.add_argument("--ocs-spec", required=True)
-    parser.add_argument("--of-port", type=int, required=True, help="OpenFlow listen port on 127.0.0.1")
+    parser.add_argument("--of-port", type=int, required=True, help="OpenFlow listen port")
+    parser.add_argument(
+        "--of-host",
+        default="127.0.0.1",
+        help="OpenFlow listen address (0.0.0.0 where further servers' switches come in over the control tunnels)",
+    )
     parser.add_argument("--rest-port", type=int, required=True, help="REST API port on 127.0.0.1")
     parser.add_argument("--event-log", default=None)
     args = parser.parse_args(argv)
@@ -30,7 +35,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("os_ken.lib.hub").setLevel(logging.WARNING)  # one line per REST request otherwise
     cfg.CONF(args=[], project="os_ken")
-    cfg.CONF.set_override("ofp_listen_host", "127.0.0.1")
+    cfg.CONF.set_override("ofp_listen_host", args.of_host)
     cfg.CONF.set_override("ofp_tcp_listen_port", args.of_port)
     # registers the hybridbed option group
     import hybridbed.controller.fabric_app  # noqa: F401

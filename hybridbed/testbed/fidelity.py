@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 import psutil
 
 from hybridbed.config.fabric import FabricSpec, OcsSpec
+from hybridbed.config.servers import ServerSpec
 from hybridbed.testbed import probes
 from hybridbed.testbed.network import HybridNetwork
 
@@ -25,6 +26,7 @@ RECONFIG_SAMPLES = 5  # reconfigurations measured: one alone varies by a millise
 class FidelityReport:
     racks: int
     hosts_per_rack: int
+    racks_per_server: list[int]  # this machine first
     datapath: str
     userspace_tso: bool
     eps_goodput_ratio: float
@@ -82,9 +84,11 @@ def check_steering(net: HybridNetwork, seconds: float = 1.5) -> bool:
     return ok
 
 
-def run_check(fabric: FabricSpec, reconfig_delay_ms: float = 50.0, seconds: float = 4.0) -> FidelityReport:
+def run_check(
+    fabric: FabricSpec, reconfig_delay_ms: float = 50.0, seconds: float = 4.0, servers: list[ServerSpec] | None = None
+) -> FidelityReport:
     ocs = OcsSpec(reconfig_delay_ms=reconfig_delay_ms)
-    net = HybridNetwork(fabric, ocs)
+    net = HybridNetwork(fabric, ocs, servers=servers)
     net.start()
     try:
         single = ((0, 0), (1, 0))
@@ -124,6 +128,7 @@ def run_check(fabric: FabricSpec, reconfig_delay_ms: float = 50.0, seconds: floa
     return FidelityReport(
         racks=fabric.racks,
         hosts_per_rack=fabric.hosts_per_rack,
+        racks_per_server=net.racks_per_server(),
         datapath=net.datapath,
         userspace_tso=fabric.userspace_tso and net.datapath == "user",
         eps_goodput_ratio=eps.mbps / eps_expected,

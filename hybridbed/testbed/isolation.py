@@ -54,6 +54,12 @@ class FabricNamespace:
         finally:
             os.close(fd)
 
+    def step_outside(self) -> None:
+        """In a child process started from inside (a preexec function): back to the namespace the parent
+        entered from, to reach other machines (the namespace has no route out). Nothing to do before entering."""
+        if self._previous_fd is not None:
+            _setns(self._previous_fd)
+
     def leave(self) -> None:
         if self._previous_fd is None:
             return

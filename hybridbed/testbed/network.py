@@ -26,20 +26,28 @@ from mininet.node import Host, Node, OVSSwitch, RemoteController
 
 from hybridbed.config.addressing import EPS_DPID, HOST_PREFIX_LEN, OCS_DPID, FabricPlan
 from hybridbed.config.fabric import FabricSpec, OcsSpec
+from hybridbed.config.servers import ServerSpec, place_racks
 from hybridbed.controller.client import DEFAULT_REST_PORT, FabricClient
-from hybridbed.testbed.cleanup import clean_run
 from hybridbed.testbed.interrupts import deferred_interrupts
-from hybridbed.testbed.isolation import IPV6_OFF, FabricNamespace, RunCgroup
-from hybridbed.testbed.ovs import PrivateOVS, kernel_datapath_available
+from hybridbed.testbed.isolation import IPV6_OFF, RunCgroup
+from hybridbed.testbed.ovs import kernel_datapath_available
+from hybridbed.testbed.preflight import preflight, resolve_server
+from hybridbed.testbed.remote import (
+    CrossingLink,
+    RemoteRunHost,
+    RemoteRunSwitch,
+    RemoteServer,
+    plan_tunnels,
+)
 from hybridbed.testbed.runs import RunRecord
-from hybridbed.testbed.shaping import ShapedLink, datapath_send_buffer_bytes, shaped_ports
-from hybridbed.testbed.watchdog import start_watchdog
+from hybridbed.testbed.server_run import ServerRun
+from hybridbed.testbed.shaping import datapath_send_buffer_bytes, shaped_ports
+from hybridbed.testbed.tunnels import ETHERNET_MTU, TunnelEnd, tunnel_mtu, underlay
 
 OPENFLOW_PORT = 6653
 CONTROLLER_POLL_S = 0.2  # how often the supervisor looks whether the controller still runs
 MAX_CONTROLLER_RESTARTS = 5  # a controller that keeps dying is left dead (its log says why)
 OVS_MAX_BACKOFF_MS = 1000  # a switch's longest wait between attempts to reach its controller (OVS: 8000)
-PROBE_ETHERTYPE = "88b5"  # IEEE 802 local experimental: a frame no host stack takes up
 OFFLOADS_OFF = "tx off rx off tso off gso off gro off"
 # With userspace TSO, Open vSwitch carries the hosts' 64 KB segments (checksums and segmentation left to
 # the kernel at the far end) instead of one packet per MTU; receive offloads stay off.
@@ -91,15 +99,25 @@ def _dpid(value: int) -> str:
 
 
 class HybridNetwork:
-    def __init__(self, fabric: FabricSpec, ocs: OcsSpec | None = None, start_timeout_s: float = 60.0):
+    """The emulated fabric, on this machine alone or, given further `servers`, spread over them rack by rack
+    (config/servers.py): this machine keeps the core switches and the controller."""
+
+    def __init__(
+        self,
+        fabric: FabricSpec,
+        ocs: OcsSpec | None = None,
+        start_timeout_s: float = 60.0,
+        servers: list[ServerSpec] | None = None,
+    ):
         self.fabric = fabric
         self.ocs = ocs or OcsSpec()
         self.plan = FabricPlan(fabric)
+        self.servers = servers or []
+        self.rack_server = place_racks(fabric.racks, self.servers)  # raises on a placement that cannot be
         self.start_timeout_s = start_timeout_s
-        self.record: RunRecord | None = None
-        self.namespace: FabricNamespace | None = None
-        self.cgroup: RunCgroup | None = None
-        self.ovs: PrivateOVS | None = None
+        self.local: ServerRun | None = None  # this machine's share of the run
+        self.remotes: list[RemoteServer] = []
+        self.host_mtu = ETHERNET_MTU
         self.controller_proc: subprocess.Popen | None = None
         self.controller = FabricClient(DEFAULT_REST_PORT)
         self.net: Mininet | None = None
@@ -109,6 +127,15 @@ class HybridNetwork:
         self._stopping = threading.Event()
         self._controller_lock = threading.Lock()
         self._saved_env: dict[str, str | None] = {}
+
+    @property
+    def record(self) -> RunRecord | None:
+        return self.local.record if self.local is not None else None
+
+    @property
+    def cgroup(self) -> RunCgroup:
+        assert self.local is not None and self.local.cgroup is not None
+        return self.local.cgroup
 
     @property
     def run_id(self) -> str:
@@ -132,12 +159,12 @@ class HybridNetwork:
     def start(self) -> None:
         t0 = time.monotonic()
         self._stopping.clear()
-        self.record = RunRecord.create()
-        self.record_id = self.record.run_id
+        if self.servers:
+            preflight(self.servers, self.rack_server)  # before anything is built
+        self.local = ServerRun(self.fabric.userspace_tso and self.datapath == "user")  # watched from here on
+        self.record_id = self.local.run_id
         try:
-            start_watchdog(self.record.manifest_path)  # removes the run should this process die without stop()
             self._isolate()
-            self._start_ovs()
             self._start_controller()
             self._build_mininet()
             self.controller.wait_ready(self.start_timeout_s, alive=lambda: self.controller_proc.poll() is None)
@@ -153,24 +180,33 @@ class HybridNetwork:
         self.bringup_s = time.monotonic() - t0
 
     def _isolate(self) -> None:
-        self.cgroup = RunCgroup.for_run(self.run_id)
-        self.record.set(cgroups=[str(self.cgroup.path)])
-        self.cgroup.create()
-        self.namespace = FabricNamespace(self.run_id)
-        self.record.set(netns=self.namespace.name)
-        self.namespace.create()
-        self.namespace.enter()
-
-    def _start_ovs(self) -> None:
-        self.ovs = PrivateOVS(
-            self.record.state_dir / "ovs", preexec=self.cgroup.join_self, userspace_tso=self._userspace_tso
-        )
-        for key, value in self.ovs.env.items():  # Mininet's ovs-vsctl calls inherit the environment
+        """This machine's share of the run (cgroup, namespace, Open vSwitch) and every further server's, those
+        started from this machine's own namespace before this thread enters the run's."""
+        assert self.local is not None
+        self.local.isolate()
+        here: list[TunnelEnd] = []
+        if self.servers:
+            ips = [resolve_server(spec) for spec in self.servers]
+            routes = [underlay(ip) for ip in ips]
+            self.host_mtu = tunnel_mtu(min(route_mtu for _, route_mtu in routes))
+            tunnels = plan_tunnels(self.plan, self.rack_server, ips, [own_ip for own_ip, _ in routes])
+            for spec, ip, server in zip(self.servers, ips, tunnels):
+                remote = RemoteServer(
+                    spec, server.index, ip, self.local.record.state_dir, self._ssh_preexec, server.controller_ip
+                )
+                self.remotes.append(remote)
+                remote.start(f"{self.run_id}s{server.index}", server.there, self.host_mtu, self._userspace_tso)
+                here += server.here
+        self.local.start(here, self.host_mtu)
+        for key, value in self.local.ovs_environment().items():  # Mininet's ovs-vsctl calls inherit the environment
             self._saved_env[key] = os.environ.get(key)
             os.environ[key] = value
-        self.ovs.start()
-        for name, proc in self.ovs.processes.items():
-            self.record.add_process(proc.pid, name)
+
+    def _ssh_preexec(self) -> None:
+        """ssh clients to further servers belong to the run and reach out from this machine's own namespace."""
+        self.cgroup.join_self()
+        assert self.local is not None and self.local.namespace is not None
+        self.local.namespace.step_outside()
 
     def _start_controller(self) -> None:
         state = self.record.state_dir
@@ -193,6 +229,8 @@ class HybridNetwork:
                     str(state / "ocs.json"),
                     "--of-port",
                     str(OPENFLOW_PORT),
+                    "--of-host",
+                    "0.0.0.0" if self.remotes else "127.0.0.1",  # the namespace's only other devices: control tunnels
                     "--rest-port",
                     str(DEFAULT_REST_PORT),
                     "--event-log",
@@ -239,7 +277,7 @@ class HybridNetwork:
             build=False,
             host=partial(RunHost, run_cgroup=self.cgroup),
             switch=switch,
-            link=ShapedLink,
+            link=CrossingLink,
             controller=None,
             autoSetMacs=False,
             autoStaticArp=False,
@@ -249,10 +287,26 @@ class HybridNetwork:
         eps = net.addSwitch("eps", dpid=_dpid(EPS_DPID))
         ocs = net.addSwitch("ocs", dpid=_dpid(OCS_DPID)) if fabric.has_ocs else None
         for rack in range(fabric.racks):
-            tor = net.addSwitch(plan.tor_name(rack), dpid=_dpid(plan.tor_dpid(rack)))
+            on_server: dict = {}
+            if (server := self.rack_server[rack]) > 0:
+                remote = self.remotes[server - 1]
+                on_server = {"remote": remote}
+                tor = net.addSwitch(
+                    plan.tor_name(rack),
+                    dpid=_dpid(plan.tor_dpid(rack)),
+                    cls=partial(RemoteRunSwitch, datapath=self.datapath, protocols="OpenFlow13", failMode="secure"),
+                    **on_server,
+                )
+            else:
+                tor = net.addSwitch(plan.tor_name(rack), dpid=_dpid(plan.tor_dpid(rack)))
             for h in range(fabric.hosts_per_rack):
                 addr = plan.host(rack, h)
-                host = net.addHost(addr.name, ip=f"{addr.ip}/{HOST_PREFIX_LEN}", mac=addr.mac)
+                host = net.addHost(
+                    addr.name,
+                    ip=f"{addr.ip}/{HOST_PREFIX_LEN}",
+                    mac=addr.mac,
+                    **({"cls": RemoteRunHost, **on_server} if on_server else {}),
+                )
                 net.addLink(host, tor, port1=0, port2=addr.tor_port, bw=fabric.host_rate_mbps)
             net.addLink(tor, eps, port1=plan.tor_eps_port, port2=plan.eps_port(rack), bw=fabric.eps_uplink_mbps)
             if ocs is not None:
@@ -266,26 +320,21 @@ class HybridNetwork:
         self._reconnect_quickly()
 
     def _size_datapath_send_buffer(self) -> None:
-        """In the userspace datapath, a send buffer that holds every shaped switch queue full (shaping.py). Its
-        socket is made at the datapath's first send, so one frame goes out first: to host r0h0, of the local
-        experimental ethertype, which hosts ignore."""
+        """In the userspace datapath, every server's Open vSwitch gets a send buffer that holds every shaped
+        switch queue full (shaping.py), primed by a frame to the first host of the first rack it holds."""
         if self.datapath != "user":
             return
-        host = self.plan.host(0, 0)
-        frame = host.mac.replace(":", "") + "000000000000" + PROBE_ETHERTYPE + "00" * 46
-        subprocess.run(
-            [
-                "ovs-ofctl",
-                "-O",
-                "OpenFlow13",
-                "packet-out",
-                self.plan.tor_name(0),
-                f"in_port=controller packet={frame} actions=output:{host.tor_port}",
-            ],
-            check=True,
-            capture_output=True,
-        )
-        self.ovs.set_send_buffer(datapath_send_buffer_bytes(shaped_ports(self.fabric), self._userspace_tso))
+        nbytes = datapath_send_buffer_bytes(shaped_ports(self.fabric), self._userspace_tso)
+        for server in range(len(self.remotes) + 1):
+            host = self.plan.host(self.rack_server.index(server), 0)
+            bridge = self.plan.tor_name(host.rack)
+            if server == 0:
+                assert self.local is not None
+                self.local.size_send_buffer(bridge, host.tor_port, host.mac, nbytes)
+            else:
+                self.remotes[server - 1].request(
+                    "size_send_buffer", bridge=bridge, port=host.tor_port, host_mac=host.mac, bytes=nbytes
+                )
 
     def _reconnect_quickly(self) -> None:
         """Switches retry a lost controller connection every second at most (OVS backs off to 8 s by default),
@@ -307,21 +356,27 @@ class HybridNetwork:
 
     def _configure_interfaces(self) -> None:
         """Offloads off everywhere (the userspace datapath drops TCP otherwise; with userspace TSO, receive
-        offloads only) and static ARP in hosts."""
+        offloads only), static ARP in hosts, and hosts' frames no larger than a tunnel between servers carries."""
         offloads = OFFLOADS_WITH_TSO if self._userspace_tso else OFFLOADS_OFF
         for host in self.net.hosts:
+            intf = host.defaultIntf()
             neighbours = [
-                f"ip neigh replace {a.ip} lladdr {a.mac} dev {host.defaultIntf()} nud permanent"
+                f"ip neigh replace {a.ip} lladdr {a.mac} dev {intf} nud permanent"
                 for a in self.plan.hosts()
                 if a.name != host.name
             ]
-            host.cmd(" ".join(IPV6_OFF), f"; ethtool -K {host.defaultIntf()} {offloads}; " + "; ".join(neighbours))
-        for switch in self.net.switches:
-            for intf in switch.intfList():
-                if intf.name != "lo":
-                    subprocess.run(["ethtool", "-K", intf.name, *offloads.split()], capture_output=True)
+            host.cmd(
+                " ".join(IPV6_OFF),
+                f"; ip link set dev {intf} mtu {self.host_mtu}; ethtool -K {intf} {offloads}; " + "; ".join(neighbours),
+            )
+        for switch in self.net.switches:  # through the switch's shell: on its own server
+            switch.cmd("; ".join(f"ethtool -K {intf} {offloads}" for intf in switch.intfNames() if intf != "lo"))
 
     # access ------------------------------------------------------------------------------------
+    def racks_per_server(self) -> list[int]:
+        """How many racks each server holds, this machine first."""
+        return [self.rack_server.count(k) for k in range(len(self.servers) + 1)]
+
     def host(self, rack: int, index: int) -> Host:
         return self.net.get(self.plan.host(rack, index).name)
 
@@ -343,21 +398,20 @@ class HybridNetwork:
             if self.controller_proc is not None and self.controller_proc.poll() is None:
                 self.controller_proc.terminate()
                 self.controller_proc.wait(timeout=5)
-            if self.ovs is not None:
-                self.ovs.stop()
+            for remote in self.remotes:
+                remote.stop()
         finally:
             self.net = None
-            if self.namespace is not None:
-                self.namespace.leave()
+            self.remotes = []
             for key, value in self._saved_env.items():
                 if value is None:
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
             self._saved_env.clear()
-            self.record.set(status=status)
-            clean_run(self.record.manifest)
-            self.record = None
+            assert self.local is not None
+            self.local.stop(status)
+            self.local = None
 
     def _log_tails(self, lines: int = 8) -> str:
         """The last lines the controller and OVS daemons wrote, before cleanup removes the state directory."""

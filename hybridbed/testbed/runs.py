@@ -68,8 +68,10 @@ class RunRecord:
         self._lock = threading.Lock()
 
     @classmethod
-    def create(cls, prefix: str = "hb") -> RunRecord:
-        run_id = f"{prefix}{secrets.token_hex(3)}"
+    def create(cls, run_id: str | None = None) -> RunRecord:
+        """A new run's record, under `run_id` (a further server's part of a run has its first server's id with
+        a suffix) or a fresh one."""
+        run_id = run_id or f"hb{secrets.token_hex(3)}"
         state_dir = STATE_ROOT / run_id
         state_dir.mkdir(parents=True, mode=0o755)
         me = psutil.Process()
