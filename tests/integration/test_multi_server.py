@@ -1,0 +1,142 @@
+"""A fabric spread over two servers: the second server is a network namespace of its own with its own sshd,
+reached from the first (another namespace) over a veth pair, as a real server is over its NIC. hybridbed runs
+in the first namespace; its racks 2 and 3 live on the second, where the run builds its own namespace, cgroup
+and private Open vSwitch, and only the ToR-EPS and ToR-OCS links cross, as VXLAN tunnels."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hybridbed.results.fidelity import LINK_INVALID_MEDIAN
+from hybridbed.testbed.isolation import NETNS_DIR
+from hybridbed.testbed.runs import STATE_ROOT
+
+SSHD = Path("/usr/sbin/sshd")
+pytestmark = pytest.mark.skipif(not SSHD.exists(), reason="needs openssh-server (setup.sh installs it)")
+
+SECOND_SERVER_IP = "10.250.0.2"
+FIRST_SERVER_IP = "10.250.0.1"
+
+
+@dataclass
+class TwoServers:
+    first_netns: str
+    servers_file: Path
+
+    def hybridbed(self, *args: str, **popen) -> subprocess.Popen:
+        """`hybridbed ARGS --servers FILE`, started on the first server."""
+        argv = ["nsenter", f"--net={NETNS_DIR / self.first_netns}", sys.executable, "-m", "hybridbed.cli", *args]
+        return subprocess.Popen([*argv, "--servers", str(self.servers_file)], text=True, **popen)
+
+
+def _run(*argv: str) -> None:
+    subprocess.run(argv, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def two_servers(tmp_path_factory) -> Iterator[TwoServers]:
+    tag = secrets.token_hex(2)
+    first, second = f"hbt{tag}a", f"hbt{tag}b"
+    home = tmp_path_factory.mktemp("servers")
+    sshd_pid: int | None = None
+    try:
+        for name in (first, second):
+            _run("ip", "netns", "add", name)
+            _run("ip", "-n", name, "link", "set", "lo", "up")
+        _run("ip", "link", "add", f"{first}0", "netns", first, "type", "veth", "peer", "name", f"{second}0", "netns", second)  # fmt: skip
+        for name, ip in ((first, FIRST_SERVER_IP), (second, SECOND_SERVER_IP)):
+            _run("ip", "-n", name, "addr", "add", f"{ip}/24", "dev", f"{name}0")
+            _run("ip", "-n", name, "link", "set", f"{name}0", "up")
+        for key in ("host_key", "client_key"):
+            _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(home / key))
+        (home / "authorized_keys").write_text((home / "client_key.pub").read_text())
+        host_key = (home / "host_key.pub").read_text().split()[:2]
+        (home / "known_hosts").write_text(f"{SECOND_SERVER_IP} {' '.join(host_key)}\n")
+        (home / "sshd_config").write_text(
+            f"ListenAddress {SECOND_SERVER_IP}\nHostKey {home / 'host_key'}\nPidFile {home / 'sshd.pid'}\n"
+            f"AuthorizedKeysFile {home / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
+            "PasswordAuthentication no\nUsePAM no\nStrictModes no\nMaxSessions 100\n"
+        )
+        Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
+        # nsenter, not `ip netns exec`: that mounts a fresh /sys, without the cgroup hierarchies
+        _run("nsenter", f"--net={NETNS_DIR / second}", str(SSHD), "-f", str(home / "sshd_config"), "-E", str(home / "sshd.log"))  # fmt: skip
+        sshd_pid = int((home / "sshd.pid").read_text())
+        servers = [{"host": SECOND_SERVER_IP, "key_file": str(home / "client_key"), "known_hosts": str(home / "known_hosts")}]  # fmt: skip
+        (home / "servers.yaml").write_text(yaml.safe_dump(servers))
+        yield TwoServers(first, home / "servers.yaml")
+    finally:
+        if sshd_pid is not None:
+            os.kill(sshd_pid, signal.SIGTERM)
+        for name in (first, second):
+            subprocess.run(["ip", "netns", "delete", name], capture_output=True)
+
+
+def _runs() -> set[str]:
+    return {p.name for p in STATE_ROOT.glob("hb*")} if STATE_ROOT.is_dir() else set()
+
+
+def _namespaces() -> set[str]:
+    return {p.name for p in NETNS_DIR.glob("hb*") if not p.name.startswith("hbt")}
+
+
+def test_check_across_two_servers_keeps_rates_steering_and_the_reconfiguration_delay(two_servers):
+    runs_before, namespaces_before = _runs(), _namespaces()
+    check = two_servers.hybridbed(
+        "check", "--racks", "4", "--hosts", "2", "--json", stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    out, err = check.communicate(timeout=300)
+    assert check.returncode == 0, err[-3000:]
+    report = json.loads(out)
+    assert report["racks_per_server"] == [2, 2]
+    assert report["steering_ok"]
+    for single in ("eps_goodput_ratio", "ocs_goodput_ratio"):  # as on one machine (test_fabric.py)
+        assert 0.90 <= report[single] <= 1.05, (single, report[single])
+    for aggregate in ("all_to_all_eps_goodput_ratio", "all_to_all_ocs_goodput_ratio"):
+        assert LINK_INVALID_MEDIAN <= report[aggregate] <= 1.10, (aggregate, report[aggregate])
+    assert report["reconfig_delay_ms"] - 1 <= report["measured_gap_ms"] <= report["reconfig_delay_ms"] + 15
+    assert _runs() == runs_before, "a server kept the run's state directory"
+    assert _namespaces() == namespaces_before, "a server kept the run's namespace"
+
+
+def test_racks_live_on_their_server_and_a_killed_first_server_leaves_nothing_behind(two_servers):
+    runs_before = _runs()
+    net = two_servers.hybridbed(
+        "net", "--racks", "4", "--hosts", "1", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    try:
+        assert net.stdout is not None
+        deadline = time.monotonic() + 120
+        while "Up." not in (line := net.stdout.readline()):
+            assert line and time.monotonic() < deadline, f"no bring-up: {line}"
+        (first_run,) = {r for r in _runs() - runs_before if not r.endswith("s1")}
+        second_run = f"{first_run}s1"
+        assert (STATE_ROOT / second_run).is_dir()
+        bridges = {}
+        for run in (first_run, second_run):
+            env = {**os.environ, "OVS_RUNDIR": str(STATE_ROOT / run / "ovs")}
+            listed = subprocess.run(["ovs-vsctl", "list-br"], env=env, capture_output=True, text=True, check=True)
+            bridges[run] = set(listed.stdout.split())
+        assert bridges[first_run] == {"eps", "ocs", "tor0", "tor1"}
+        assert bridges[second_run] == {"tor2", "tor3"}
+        net.send_signal(signal.SIGKILL)  # no tear-down: the watchdogs on both servers must remove the run
+        net.wait()
+        deadline = time.monotonic() + 30
+        while {first_run, second_run} & _runs() or {first_run, second_run} & _namespaces():
+            assert time.monotonic() < deadline, f"left behind: { ({first_run, second_run} & _runs()) }"
+            time.sleep(0.5)
+    finally:
+        if net.poll() is None:
+            net.kill()
+            net.wait()
