@@ -414,10 +414,12 @@ class HybridNetwork:
             self.local = None
 
     def _log_tails(self, lines: int = 8) -> str:
-        """The last lines the controller and OVS daemons wrote, before cleanup removes the state directory."""
+        """The last lines the controller, the OVS daemons and the ssh sessions of further servers' parts wrote,
+        before cleanup removes the state directory."""
         state = self.record.state_dir
         parts = []
-        for path in [state / "controller.log", state / "ovs" / "ovs-vswitchd.log", state / "ovs" / "ovsdb-server.log"]:
+        logs = [state / "controller.log", state / "ovs" / "ovs-vswitchd.log", state / "ovs" / "ovsdb-server.log"]
+        for path in logs + [remote.log_path for remote in self.remotes]:
             if path.exists():
                 tail = path.read_text(errors="replace").strip().splitlines()[-lines:]
                 parts.append(f"--- {path.name}\n" + "\n".join(tail))
