@@ -1,5 +1,6 @@
 """Removing exactly what a run created, from its manifest: processes (by cgroup and recorded pid),
-the fabric namespace with every interface in it, the run's cgroup and its state directory.
+the fabric namespace with every interface in it, the run's cgroup and its state directory, and, through
+`hybridbed clean` over ssh, its parts on further servers.
 
 Nothing is found by name or pattern, so other people's networks, bridges and processes are never touched.
 """
@@ -7,13 +8,20 @@ Nothing is found by name or pattern, so other people's networks, bridges and pro
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
+from hybridbed.config.servers import ServerSpec
 from hybridbed.testbed.isolation import FabricNamespace
 from hybridbed.testbed.runs import RunManifest, recorded_runs
+from hybridbed.testbed.ssh import ssh_command
 from hybridbed.workers.cgroups import CgroupTree
+
+REMOTE_CLEAN_TIMEOUT_S = 30.0
 
 
 class RunStillActive(RuntimeError):
@@ -48,10 +56,29 @@ def clean_run(manifest: RunManifest) -> list[str]:
         if Path(path).exists():
             CgroupTree(Path(path)).remove()
             done.append(f"removed cgroup {path}")
+    done += [_clean_remote_part(part) for part in manifest.remote_parts]
     if Path(manifest.state_dir).exists() and not namespace_left:
         shutil.rmtree(manifest.state_dir)
         done.append(f"removed {manifest.state_dir}")
     return done
+
+
+def _clean_remote_part(part: dict) -> str:
+    """`hybridbed clean` for the run's part on a further server, over ssh; what that server answered. Its
+    ssh session is gone by now (the run's processes are), so the part is removing itself or has done so."""
+    spec = ServerSpec.model_validate(part["server"])
+    command = shlex.join([spec.python or sys.executable, "-m", "hybridbed.cli", "clean", part["run_id"]])
+    try:
+        result = subprocess.run(
+            [*ssh_command(spec, part["address"]), command],
+            capture_output=True,
+            text=True,
+            timeout=REMOTE_CLEAN_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return f"server {spec.host}: no answer within {REMOTE_CLEAN_TIMEOUT_S:g} s; run `{command}` there"
+    answer = " ".join((result.stdout + result.stderr).split()) or f"exit status {result.returncode}"
+    return f"server {spec.host}, part {part['run_id']}: {answer}"
 
 
 def clean(run_id: str | None = None, force: bool = False) -> dict[str, list[str]]:

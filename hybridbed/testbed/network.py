@@ -195,7 +195,10 @@ class HybridNetwork:
                     spec, server.index, ip, self.local.record.state_dir, self._ssh_preexec, server.controller_ip
                 )
                 self.remotes.append(remote)
-                remote.start(f"{self.run_id}s{server.index}", server.there, self.host_mtu, self._userspace_tso)
+                part_id = f"{self.run_id}s{server.index}"
+                part = {"server": spec.model_dump(mode="json"), "address": ip, "run_id": part_id}
+                self.local.record.set(remote_parts=[*self.local.record.manifest.remote_parts, part])
+                remote.start(part_id, server.there, self.host_mtu, self._userspace_tso)
                 here += server.here
         self.local.start(here, self.host_mtu)
         for key, value in self.local.ovs_environment().items():  # Mininet's ovs-vsctl calls inherit the environment
@@ -399,7 +402,9 @@ class HybridNetwork:
                 self.controller_proc.terminate()
                 self.controller_proc.wait(timeout=5)
             for remote in self.remotes:
-                remote.stop()
+                if remote.stop():  # its part removed what it built: nothing for cleanup to ask that server
+                    gone = [p for p in self.record.manifest.remote_parts if p["address"] != remote.ip]
+                    self.record.set(remote_parts=gone)
         finally:
             self.net = None
             self.remotes = []

@@ -26,23 +26,11 @@ from mininet.node import Host, Node
 from hybridbed.config.addressing import FabricPlan
 from hybridbed.config.servers import ServerSpec
 from hybridbed.testbed.shaping import ShapedLink
+from hybridbed.testbed.ssh import ssh_command
 from hybridbed.testbed.tunnels import TunnelEnd, vni_base
 
 REMOTE_START_TIMEOUT_S = 90.0  # the part's bring-up: namespace, cgroup, tunnels, Open vSwitch
 REMOTE_STOP_TIMEOUT_S = 30.0
-SSH_ALIVE_INTERVAL_S = 5  # a server that stops answering is given up after 3 intervals (ServerAliveCountMax)
-
-
-def ssh_options(spec: ServerSpec, control_path: Path | None = None) -> list[str]:
-    """ssh's options for `spec`: never a password prompt, its identity and known hosts, a shared connection."""
-    options = ["-q", "-p", str(spec.port), "-o", "BatchMode=yes", "-o", f"ServerAliveInterval={SSH_ALIVE_INTERVAL_S}"]
-    if spec.key_file is not None:
-        options += ["-i", str(spec.key_file), "-o", "IdentitiesOnly=yes"]
-    if spec.known_hosts is not None:
-        options += ["-o", f"UserKnownHostsFile={spec.known_hosts}"]
-    if control_path is not None:
-        options += ["-o", "ControlMaster=auto", "-o", f"ControlPath={control_path}", "-o", "ControlPersist=yes"]
-    return options
 
 
 @dataclass(frozen=True)
@@ -71,7 +59,7 @@ class RemoteServer:
         self.preexec = preexec
         self.controller_ip = controller_ip  # the first server's end of this server's control tunnel
         self.log_path = state_dir / f"server{index}.log"
-        self._ssh = ["ssh", *ssh_options(spec, control_path=state_dir / f"ssh{index}"), f"{spec.user}@{ip}"]
+        self._ssh = ssh_command(spec, ip, control_path=state_dir / f"ssh{index}")
         self.proc: subprocess.Popen | None = None
         self.part: dict = {}  # the part's answer: run_id, netns, cgroup, ovs_env
 
@@ -136,19 +124,21 @@ class RemoteServer:
         ]
         return [*self._ssh[:-1], "-tt" if tty else "-T", self._ssh[-1], shlex.join(inner)]
 
-    def stop(self) -> None:
-        """Ask the part to remove what it built and wait for it; end the connection if it does not finish."""
+    def stop(self) -> bool:
+        """Ask the part to remove what it built and wait for it; end the connection if it does not finish.
+        True when the part finished (its ssh session ended with status 0)."""
         if self.proc is None:
-            return
+            return True
         try:
             if self.proc.poll() is None and self.part:
                 assert self.proc.stdin is not None
                 self.proc.stdin.write(json.dumps({"op": "stop"}) + "\n")
                 self.proc.stdin.close()
-            self.proc.wait(timeout=REMOTE_STOP_TIMEOUT_S)
+            return self.proc.wait(timeout=REMOTE_STOP_TIMEOUT_S) == 0
         except (OSError, subprocess.TimeoutExpired):
             self.proc.terminate()  # its stdin closes: the part tears down by itself
             self.proc.wait()
+            return False
         finally:
             self.proc = None
 

@@ -48,6 +48,8 @@ class RunManifest:
     cgroups: list[str] = field(default_factory=list)
     processes: list[ProcessRecord] = field(default_factory=list)
     status: str = "starting"
+    # the run's parts on further servers not yet known to be gone: {"server": ServerSpec, "address", "run_id"}
+    remote_parts: list[dict] = field(default_factory=list)
 
     @classmethod
     def load(cls, path: Path) -> RunManifest:

@@ -22,6 +22,7 @@ import yaml
 from hybridbed.results.fidelity import LINK_INVALID_MEDIAN
 from hybridbed.testbed.isolation import NETNS_DIR
 from hybridbed.testbed.runs import STATE_ROOT
+from hybridbed.testbed.watchdog import REAPED_LOG
 
 SSHD = Path("/usr/sbin/sshd")
 pytestmark = pytest.mark.skipif(not SSHD.exists(), reason="needs openssh-server (setup.sh installs it)")
@@ -50,7 +51,7 @@ def two_servers(tmp_path_factory) -> Iterator[TwoServers]:
     tag = secrets.token_hex(2)
     first, second = f"hbt{tag}a", f"hbt{tag}b"
     home = tmp_path_factory.mktemp("servers")
-    sshd_pid: int | None = None
+    sshd: subprocess.Popen | None = None
     try:
         for name in (first, second):
             _run("ip", "netns", "add", name)
@@ -71,14 +72,29 @@ def two_servers(tmp_path_factory) -> Iterator[TwoServers]:
         )
         Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
         # nsenter, not `ip netns exec`: that mounts a fresh /sys, without the cgroup hierarchies
-        _run("nsenter", f"--net={NETNS_DIR / second}", str(SSHD), "-f", str(home / "sshd_config"), "-E", str(home / "sshd.log"))  # fmt: skip
-        sshd_pid = int((home / "sshd.pid").read_text())
+        sshd = subprocess.Popen(
+            [
+                "nsenter",
+                f"--net={NETNS_DIR / second}",
+                str(SSHD),
+                "-D",
+                "-f",
+                str(home / "sshd_config"),
+                "-E",
+                str(home / "sshd.log"),
+            ]  # fmt: skip
+        )
+        deadline = time.monotonic() + 20  # nsenter execs sshd, which stays in the foreground (-D)
+        while not (home / "sshd.pid").exists():  # written once it listens
+            assert sshd.poll() is None and time.monotonic() < deadline, "sshd did not start: see its log"
+            time.sleep(0.05)
         servers = [{"host": SECOND_SERVER_IP, "key_file": str(home / "client_key"), "known_hosts": str(home / "known_hosts")}]  # fmt: skip
         (home / "servers.yaml").write_text(yaml.safe_dump(servers))
         yield TwoServers(first, home / "servers.yaml")
     finally:
-        if sshd_pid is not None:
-            os.kill(sshd_pid, signal.SIGTERM)
+        if sshd is not None:
+            sshd.terminate()
+            sshd.wait()
         for name in (first, second):
             subprocess.run(["ip", "netns", "delete", name], capture_output=True)
 
@@ -134,8 +150,12 @@ def test_racks_live_on_their_server_and_a_killed_first_server_leaves_nothing_beh
         net.wait()
         deadline = time.monotonic() + 30
         while {first_run, second_run} & _runs() or {first_run, second_run} & _namespaces():
-            assert time.monotonic() < deadline, f"left behind: { ({first_run, second_run} & _runs()) }"
+            assert time.monotonic() < deadline, f"left behind: {_runs() & {first_run, second_run}}"
             time.sleep(0.5)
+        # the first server's watchdog asked the second server too (`hybridbed clean` over ssh), and it answered
+        reaped = [line for line in REAPED_LOG.read_text().splitlines() if f"run {first_run}:" in line]
+        assert reaped and f"server {SECOND_SERVER_IP}, part {second_run}: " in reaped[-1], reaped
+        assert "no answer" not in reaped[-1]
     finally:
         if net.poll() is None:
             net.kill()
