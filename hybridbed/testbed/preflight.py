@@ -1,7 +1,8 @@
 """Before a multi-server run builds anything: can every further server take its racks?
 
 For each server, over ssh (paramiko, with the same identity and known hosts the run's ssh uses): it answers as
-root, runs the same hybridbed, Mininet and Open vSwitch versions as this machine, has the cgroup hierarchy and
+root, runs the same hybridbed, Mininet and Open vSwitch versions and Open vSwitch datapath (kernel or userspace)
+as this machine, has the cgroup hierarchy and
 the tools the run uses, keeps its clock within MAX_CLOCK_OFFSET_S of this one's (flow and OCS times from every
 server land on one timeline), and has a core free for its Open vSwitch, whose userspace datapath forwards all the
 traffic of the racks placed there in one thread. Every problem is reported at once, per server.
@@ -10,42 +11,32 @@ traffic of the racks placed there in one thread. Every problem is reported at on
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from importlib.metadata import version
+from pathlib import Path
 
+import mininet.net
 import paramiko
+import psutil
 
 from hybridbed.config.servers import ServerSpec
+from hybridbed.testbed.ovs import kernel_datapath_available
 
+# Half the emulated JobPacker scenarios' 10 ms reconfiguration delay (scenarios/jobpacker-geni*.yaml): times from
+# different servers fall on the same side of a reconfiguration as they happened.
 MAX_CLOCK_OFFSET_S = 0.005
 MIN_FREE_CORES = 1.0  # the userspace datapath's forwarding thread (ovs-vswitchd without DPDK)
 IDLE_SAMPLE_S = 0.5
 CLOCK_SAMPLES = 8
 CONNECT_TIMEOUT_S = 10.0
 TOOLS = ("ip", "nsenter", "mnexec", "ovs-vsctl", "ovs-vswitchd", "ovsdb-server", "ethtool", "tc")
-
-# Run on the server by its hybridbed interpreter: what the checks compare with this machine's answer.
-_FACTS = """
-import json, os, shutil, subprocess, time
-from importlib.metadata import version
-import mininet.net, psutil
-facts = {
-    "uid": os.geteuid(),
-    "hybridbed": version("hybridbed"),
-    "mininet": mininet.net.VERSION,
-    "ovs": subprocess.run(["ovs-vsctl", "--version"], capture_output=True, text=True).stdout.split("\\n")[0],
-    "cgroup": any(os.path.exists(f"/sys/fs/cgroup/{h}/cgroup.procs") for h in ("pids", "unified", "")),
-    "missing": [t for t in %r if shutil.which(t) is None],
-    "cpus": os.cpu_count(),
-    "idle_cores": os.cpu_count() * (100 - psutil.cpu_percent(interval=%r)) / 100,
-}
-print(json.dumps(facts))
-"""
-
 
 _CLOCK = "import sys, time\nfor _ in sys.stdin:\n    print(repr(time.time()))"
 
@@ -61,6 +52,7 @@ class ServerFacts:
     mininet: str
     ovs: str
     cgroup: bool
+    datapath: str  # Open vSwitch's: "kernel" where the openvswitch module loads, else "user"
     missing: list[str]
     cpus: int
     idle_cores: float
@@ -74,13 +66,20 @@ def resolve_server(spec: ServerSpec) -> str:
         raise PreflightError(f"server {spec.host}: cannot resolve the name ({err.strerror})") from None
 
 
-def _facts_program() -> str:
-    return _FACTS % (TOOLS, IDLE_SAMPLE_S)
-
-
-def local_facts() -> ServerFacts:
-    out = subprocess.run([sys.executable, "-c", _facts_program()], capture_output=True, text=True, check=True).stdout
-    return ServerFacts(**json.loads(out))
+def gather_facts() -> ServerFacts:
+    """This machine's facts (on a further server: `python -m hybridbed.testbed.preflight` prints them)."""
+    cpus = os.cpu_count() or 1
+    return ServerFacts(
+        uid=os.geteuid(),
+        hybridbed=version("hybridbed"),
+        mininet=mininet.net.VERSION,
+        ovs=subprocess.run(["ovs-vsctl", "--version"], capture_output=True, text=True).stdout.split("\n")[0],
+        cgroup=any((Path("/sys/fs/cgroup") / h / "cgroup.procs").exists() for h in ("pids", "unified", "")),
+        datapath="kernel" if kernel_datapath_available() else "user",
+        missing=[tool for tool in TOOLS if shutil.which(tool) is None],
+        cpus=cpus,
+        idle_cores=cpus * (100 - psutil.cpu_percent(interval=IDLE_SAMPLE_S)) / 100,
+    )
 
 
 def server_facts(spec: ServerSpec) -> tuple[ServerFacts, float]:
@@ -101,7 +100,7 @@ def server_facts(spec: ServerSpec) -> tuple[ServerFacts, float]:
             allow_agent=spec.key_file is None,
         )
         python = spec.python or sys.executable
-        _, stdout, stderr = client.exec_command(shlex.join([python, "-c", _facts_program()]), timeout=60)
+        _, stdout, stderr = client.exec_command(shlex.join([python, "-m", "hybridbed.testbed.preflight"]), timeout=60)
         out = stdout.read().decode()
         if stdout.channel.recv_exit_status() != 0:
             raise PreflightError(
@@ -139,7 +138,7 @@ def problems(spec: ServerSpec, facts: ServerFacts, offset_s: float, here: Server
     found = []
     if facts.uid != 0:
         found.append(f"runs commands as uid {facts.uid}; the emulation needs root")
-    for name in ("hybridbed", "mininet", "ovs"):
+    for name in ("hybridbed", "mininet", "ovs", "datapath"):
         if getattr(facts, name) != getattr(here, name):
             found.append(f"{name} {getattr(facts, name)!r} differs from this machine's {getattr(here, name)!r}")
     if not facts.cgroup:
@@ -161,7 +160,7 @@ def problems(spec: ServerSpec, facts: ServerFacts, offset_s: float, here: Server
 
 def preflight(servers: list[ServerSpec], rack_server: list[int]) -> None:
     """Raise PreflightError naming every problem of every server; return quietly if there is none."""
-    here = local_facts()
+    here = gather_facts()
     found = []
     for index, spec in enumerate(servers, start=1):
         try:
@@ -172,3 +171,12 @@ def preflight(servers: list[ServerSpec], rack_server: list[int]) -> None:
         found += problems(spec, facts, offset, here, rack_server.count(index))
     if found:
         raise PreflightError("servers not ready:\n  " + "\n  ".join(found))
+
+
+def main() -> int:
+    print(json.dumps(asdict(gather_facts())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -80,7 +80,10 @@ def test_a_tunnel_carries_ethernet_frames_or_what_the_underlay_leaves():
 
 
 def _facts(**fields) -> ServerFacts:
-    base = dict(uid=0, hybridbed="0.1.0", mininet="2.3.0", ovs="3.1.0", cgroup=True, missing=[], cpus=4, idle_cores=3.5)
+    base = dict(
+        uid=0, hybridbed="0.1.0", mininet="2.3.0", ovs="3.1.0", cgroup=True, datapath="user", missing=[], cpus=4,
+        idle_cores=3.5,
+    )  # fmt: skip
     return ServerFacts(**{**base, **fields})
 
 
@@ -94,6 +97,7 @@ def test_a_ready_server_passes_the_preflight():
         (_facts(uid=1000), 0.0, "uid 1000"),
         (_facts(hybridbed="0.0.9"), 0.0, "hybridbed '0.0.9' differs"),
         (_facts(cgroup=False), 0.0, "no cgroup hierarchy"),
+        (_facts(datapath="kernel"), 0.0, "datapath 'kernel' differs from this machine's 'user'"),
         (_facts(missing=["mnexec"]), 0.0, "lacks mnexec"),
         (_facts(), MAX_CLOCK_OFFSET_S * 2, "clock is +10.0 ms off"),
         (_facts(idle_cores=0.4), 0.0, "0.4 idle cores"),
