@@ -31,6 +31,9 @@ from hybridbed.testbed.tunnels import TunnelEnd, vni_base
 
 REMOTE_START_TIMEOUT_S = 90.0  # the part's bring-up: namespace, cgroup, tunnels, Open vSwitch
 REMOTE_STOP_TIMEOUT_S = 30.0
+# Server k's control tunnel: 172.30.k.1 (this machine) to 172.30.k.2, inside the fabric namespaces only, where
+# nothing else is addressed.
+CONTROL_PREFIX = "172.30"
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,7 @@ class _OnServer(RemoteMixin):
         super().__init__(name, server=remote.spec.host, user=remote.spec.user, serverIP=remote.ip, **params)
 
     def _popen(self, cmd, sudo: bool = True, tt: bool = True, **params):
+        """Mininet's `sudo` is moot: the ssh login is root (the preflight checks)."""
         argv = cmd.split() if isinstance(cmd, str) else list(cmd)
         params["preexec_fn"] = self._join_first_server_run
         return Node._popen(self, self.remote.command(argv, tty=tt), **params)
@@ -171,10 +175,6 @@ class RemoteRunSwitch(_OnServer, RemoteOVSSwitch):
     def start(self, controllers) -> None:
         """Connect to each controller through this server's control tunnel."""
         super().start([_ControlTunnelController(c.name, self.remote.controller_ip, c.port) for c in controllers])
-
-
-CONTROL_PREFIX = "172.30"  # server k's control tunnel: 172.30.k.1 (first server) to 172.30.k.2, inside the
-# fabric namespaces only, where nothing else is addressed
 
 
 @dataclass(frozen=True)
