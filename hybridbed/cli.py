@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hybridbed.config.fabric import FabricSpec, OcsSpec, circuit_scheduler_problems
-from hybridbed.config.servers import ServerSpec, load_servers, place_racks
+from hybridbed.config.servers import ServersNotReady, ServerSpec, load_servers, place_racks
 from hybridbed.config.validation import SpecError, parse_spec
 
 if TYPE_CHECKING:  # pandas loads only for the commands that use it
@@ -626,6 +626,9 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as err:
         console.print(f"[red]invalid setting: {err}[/red]")
         return 2
+    except ServersNotReady as err:
+        console.print(f"[red]{err}[/red]")
+        return 1
     except NeedsRoot:
         console.print(needs_root + " (the simulation backend does not: --backend simulation)")
         return 1

@@ -20,6 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from hybridbed.config.validation import SpecError, describe_validation_error
 
 
+class ServersNotReady(RuntimeError):
+    """One or more further servers cannot take part (testbed/preflight.py); a line per problem, each naming its
+    server."""
+
+
 class ServerSpec(BaseModel):
     """One further server, reached over ssh as root (the emulation needs root there as here)."""
 

@@ -26,7 +26,7 @@ import mininet.net
 import paramiko
 import psutil
 
-from hybridbed.config.servers import ServerSpec
+from hybridbed.config.servers import ServersNotReady, ServerSpec
 from hybridbed.testbed.ovs import kernel_datapath_available
 
 # Half the emulated JobPacker scenarios' 10 ms reconfiguration delay (scenarios/jobpacker-geni*.yaml): times from
@@ -39,10 +39,6 @@ CONNECT_TIMEOUT_S = 10.0
 TOOLS = ("ip", "nsenter", "mnexec", "ovs-vsctl", "ovs-vswitchd", "ovsdb-server", "ethtool", "tc")
 
 _CLOCK = "import sys, time\nfor _ in sys.stdin:\n    print(repr(time.time()))"
-
-
-class PreflightError(RuntimeError):
-    """One or more servers cannot take part; the message has a line per problem, each naming its server."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +59,7 @@ def resolve_server(spec: ServerSpec) -> str:
     try:
         return str(socket.getaddrinfo(spec.host, spec.port, socket.AF_INET, socket.SOCK_STREAM)[0][4][0])
     except socket.gaierror as err:
-        raise PreflightError(f"server {spec.host}: cannot resolve the name ({err.strerror})") from None
+        raise ServersNotReady(f"server {spec.host}: cannot resolve the name ({err.strerror})") from None
 
 
 def gather_facts() -> ServerFacts:
@@ -103,13 +99,13 @@ def server_facts(spec: ServerSpec) -> tuple[ServerFacts, float]:
         _, stdout, stderr = client.exec_command(shlex.join([python, "-m", "hybridbed.testbed.preflight"]), timeout=60)
         out = stdout.read().decode()
         if stdout.channel.recv_exit_status() != 0:
-            raise PreflightError(
+            raise ServersNotReady(
                 f"server {spec.host}: {python} cannot report its hybridbed installation: "
                 f"{stderr.read().decode().strip().splitlines()[-1:] or 'no output'}"
             )
         return ServerFacts(**json.loads(out)), _clock_offset(client, python)
     except (paramiko.SSHException, OSError) as err:
-        raise PreflightError(f"server {spec.host}: ssh as {spec.user} on port {spec.port} failed: {err}") from None
+        raise ServersNotReady(f"server {spec.host}: ssh as {spec.user} on port {spec.port} failed: {err}") from None
     finally:
         client.close()
 
@@ -159,18 +155,18 @@ def problems(spec: ServerSpec, facts: ServerFacts, offset_s: float, here: Server
 
 
 def preflight(servers: list[ServerSpec], rack_server: list[int]) -> None:
-    """Raise PreflightError naming every problem of every server; return quietly if there is none."""
+    """Raise ServersNotReady naming every problem of every server; return quietly if there is none."""
     here = gather_facts()
     found = []
     for index, spec in enumerate(servers, start=1):
         try:
             facts, offset = server_facts(spec)
-        except PreflightError as err:
+        except ServersNotReady as err:
             found.append(str(err))
             continue
         found += problems(spec, facts, offset, here, rack_server.count(index))
     if found:
-        raise PreflightError("servers not ready:\n  " + "\n  ".join(found))
+        raise ServersNotReady("servers not ready:\n  " + "\n  ".join(found))
 
 
 def main() -> int:

@@ -36,10 +36,10 @@ class TwoServers:
     first_netns: str
     servers_file: Path
 
-    def hybridbed(self, *args: str, **popen) -> subprocess.Popen:
+    def hybridbed(self, *args: str, servers_file: Path | None = None, **popen) -> subprocess.Popen:
         """`hybridbed ARGS --servers FILE`, started on the first server."""
         argv = ["nsenter", f"--net={NETNS_DIR / self.first_netns}", sys.executable, "-m", "hybridbed.cli", *args]
-        return subprocess.Popen([*argv, "--servers", str(self.servers_file)], text=True, **popen)
+        return subprocess.Popen([*argv, "--servers", str(servers_file or self.servers_file)], text=True, **popen)
 
 
 def _run(*argv: str) -> None:
@@ -160,3 +160,18 @@ def test_racks_live_on_their_server_and_a_killed_first_server_leaves_nothing_beh
         if net.poll() is None:
             net.kill()
             net.wait()
+
+
+def test_a_server_that_refuses_the_run_is_named_and_nothing_is_built(two_servers, tmp_path):
+    _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "unknown_key"))
+    servers = yaml.safe_load(two_servers.servers_file.read_text())
+    servers[0]["key_file"] = str(tmp_path / "unknown_key")  # not in the server's authorized_keys
+    (tmp_path / "servers.yaml").write_text(yaml.safe_dump(servers))
+    runs_before, namespaces_before = _runs(), _namespaces()
+    check = two_servers.hybridbed(
+        "check", "--racks", "4", "--hosts", "1", servers_file=tmp_path / "servers.yaml", stdout=subprocess.PIPE
+    )
+    out, _ = check.communicate(timeout=60)
+    assert check.returncode == 1
+    assert f"server {SECOND_SERVER_IP}: ssh as root on port 22 failed" in " ".join(out.split())
+    assert _runs() == runs_before and _namespaces() == namespaces_before
