@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-command set-up for hybridbed on Debian/Ubuntu, as root. Idempotent: a second run only checks.
-#   - Debian packages: Mininet, Open vSwitch, iperf3, cgroup tools, ethtool, ping, iproute2, OpenSSH (a
-#     multi-server run reaches its further servers over ssh; the two-server test starts an sshd of its own)
+#   - Debian packages: Mininet, Open vSwitch, iperf3, cgroup tools, ethtool, ping, iproute2, OpenSSH and socat
+#     (a multi-server run reaches its further servers over ssh, and their workers reach the scheduler through
+#     socat relays; the two-server test starts an sshd of its own)
 #   - .venv in this checkout over /usr/bin/python3 with system site packages (Debian's mininet lives there)
 #   - hybridbed itself (editable) with its Python dependencies and test tools
 set -euo pipefail
@@ -13,7 +14,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 apt_packages=(mininet openvswitch-switch iperf3 cgroup-tools ethtool iputils-ping iproute2 procps python3-venv python3-dev
-  openssh-client openssh-server)
+  openssh-client openssh-server socat)
 missing=()
 for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

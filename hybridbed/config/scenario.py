@@ -22,6 +22,7 @@ from hybridbed.config.constants import (
     TASK_OVERHEAD_S,
 )
 from hybridbed.config.fabric import FabricSpec, OcsSpec, circuit_scheduler_problems
+from hybridbed.config.servers import ServerSpec, place_racks
 from hybridbed.config.validation import SpecError, parse_spec
 
 F_EPS = "f-eps"  # the comparison setup: Fair on the EPS-only variant with uplinks at the OCS rate
@@ -252,6 +253,11 @@ class Scenario(_Strict):
     compare_baseline: str = Field(
         default="fair", description="the setup a comparison's makespans and median JCTs are given relative to"
     )
+    servers: list[ServerSpec] = Field(
+        default_factory=list,
+        description="emulation: further servers to spread the racks over, over ssh (docs/multi-server.md); "
+        "default: this machine alone. The simulation backend ignores it",
+    )
 
     @model_validator(mode="after")
     def _emulable(self) -> Scenario:
@@ -264,6 +270,12 @@ class Scenario(_Strict):
                 "ocs.elephants_wait: only the simulation backend models elephants waiting for their circuit"
                 " (the emulated ToRs send a dark pair's marked traffic over the EPS)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _racks_fit_the_servers(self) -> Scenario:
+        if self.servers:
+            place_racks(self.fabric.racks, self.servers)  # raises SpecError, a ValueError, naming the field
         return self
 
     @model_validator(mode="after")

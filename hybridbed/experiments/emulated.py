@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import pandas as pd
 from hybridbed.config.addressing import TorCorePort
 from hybridbed.config.fabric import OcsSpec
 from hybridbed.config.scenario import Scenario
+from hybridbed.config.servers import ServersNotReady
 from hybridbed.controller.client import DEFAULT_REST_PORT, ControllerError
 from hybridbed.controller.events import OCS_EVENT_FIELDS, OcsEvent, read_event_log
 from hybridbed.experiments.run_dir import begin_run_dir
@@ -32,10 +32,9 @@ from hybridbed.results.path_accounting import annotate_flows, uplink_bytes
 from hybridbed.results.progress import Progress, read_progress
 from hybridbed.results.records import LinkCounter, LinkCounterLog
 from hybridbed.results.summary import add_flow_totals, add_uplink_totals, mark_status, summarize, update_summary
-from hybridbed.testbed.fidelity_monitor import FidelityMonitor
+from hybridbed.testbed.fidelity_monitor import FabricMonitor
 from hybridbed.testbed.interrupts import deferred_interrupts
 from hybridbed.testbed.network import HybridNetwork, NetworkStartError
-from hybridbed.workers.cgroups import CgroupLayout
 from hybridbed.workers.protocol import SOCKET_NAME
 from hybridbed.workloads.build import build_workload
 
@@ -48,34 +47,40 @@ STOP_GRACE_S = 10.0  # a process's time to exit on SIGTERM (the scheduler writes
 def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progress], None] | None = None) -> dict:
     """Run the scenario's workload under its policy; returns summary.json's content. Raises RunFailed."""
     begin_run_dir(scenario, out_dir)
-    net = HybridNetwork(scenario.fabric, scenario.scaled_ocs())
+    net = HybridNetwork(scenario.fabric, scenario.scaled_ocs(), servers=scenario.servers)
     try:
         net.start()
-    except NetworkStartError as err:
+    except (NetworkStartError, ServersNotReady) as err:
         raise RunFailed(str(err)) from err
     processes: list[subprocess.Popen] = []
     status = "failed"
     t0 = time.time()
-    host_pids = {a.name: net.net.get(a.name).pid for a in net.plan.hosts()}
-    monitor = FidelityMonitor(scenario.fabric, out_dir / "fidelity.csv", host_pids)
+    servers = range(len(scenario.servers) + 1)
+    host_pids = [
+        {a.name: net.net.get(a.name).pid for a in net.plan.hosts() if net.rack_server[a.rack] == k} for k in servers
+    ]
+    monitor = FabricMonitor(scenario.fabric, out_dir / "fidelity.csv", host_pids, net.remotes)
     try:
-        layout = CgroupLayout.detect()
-        roots = layout.create_task_roots(net.run_id)
-        net.record.set(cgroups=net.record.manifest.cgroups + [str(r) for r in roots])
-        state = net.record.state_dir
+        task_cgroups = [net.task_cgroups_on(k) for k in servers]
         hosts = [
-            {"name": a.name, "rack": a.rack, "ip": a.ip, "data_dir": str(state / "hosts" / a.name)}
+            {
+                "name": a.name,
+                "rack": a.rack,
+                "ip": a.ip,
+                "server": net.rack_server[a.rack],
+                "data_dir": str(net.state_dir_on(net.rack_server[a.rack]) / "hosts" / a.name),
+            }
             for a in net.plan.hosts()
         ]
-        socket_path = str(state / SOCKET_NAME)
-        task_cgroups = {"roots": [str(r) for r in roots], "version": layout.version}
+        socket_path = net.record.state_dir / SOCKET_NAME
         (out_dir / "cluster.json").write_text(
             json.dumps(
                 {
-                    "socket": socket_path,
+                    "socket": str(socket_path),
                     "controller_port": DEFAULT_REST_PORT,
                     "hosts": hosts,
-                    "task_cgroups": task_cgroups,
+                    # this machine's: a lost worker's tasks elsewhere go with its server's part of the run
+                    "task_cgroups": {key: task_cgroups[0][key] for key in ("roots", "version")},
                 },
                 indent=2,
             )
@@ -88,17 +93,19 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
         )
         processes.append(scheduler)
         net.record.add_process(scheduler.pid, "scheduler")
-        _wait_for_socket(socket_path, scheduler)
+        _wait_for_socket(str(socket_path), scheduler)
+        sockets = net.reach_from_every_server(socket_path)
         (out_dir / "workers").mkdir()
         w = scenario.workers
-        for host in hosts:
-            node = net.net.get(host["name"])
+        for address, host in zip(net.plan.hosts(), hosts):
+            node = net.net.get(address.name)
+            server = net.rack_server[address.rack]
             cmd = [
-                sys.executable,
+                net.python_on(server),
                 "-m",
                 "hybridbed.workers.agent",
                 "--scheduler-socket",
-                socket_path,
+                str(sockets[server]),
                 "--host",
                 host["name"],
                 "--rack",
@@ -118,9 +125,9 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
                 "--data-dir",
                 host["data_dir"],
                 "--cgroup-roots",
-                *(str(_seen_from_hosts(r)) for r in roots),
+                *task_cgroups[server]["seen_from_hosts"],
                 "--cgroup-version",
-                str(layout.version),
+                str(task_cgroups[server]["version"]),
                 "--compute-mode",
                 w.compute,
                 "--heartbeat-s",
@@ -172,12 +179,6 @@ def _stop(processes: list[subprocess.Popen], grace_s: float) -> None:
             proc.wait()
 
 
-def _seen_from_hosts(path: Path) -> Path:
-    """Mininet hosts run in a mount namespace of their own with a fresh /sys, where the cgroup hierarchies
-    are not mounted; a worker reaches them through this process's root, which is in the original one."""
-    return Path(f"/proc/{os.getpid()}/root") / path.relative_to("/")
-
-
 def _wait_for_socket(path: str, scheduler: subprocess.Popen, timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not Path(path).exists():
@@ -193,7 +194,7 @@ def _follow(
     scheduler: subprocess.Popen,
     out_dir: Path,
     scenario: Scenario,
-    monitor: FidelityMonitor,
+    monitor: FabricMonitor,
     on_progress: Callable[[Progress], None] | None,
 ) -> int:
     """Until the scheduler ends: sample the ToRs' core port counters into links.csv, watch the run's fidelity
@@ -265,7 +266,7 @@ def _account_paths(out_dir: Path, events: list[OcsEvent], ocs_spec: OcsSpec) -> 
     add_flow_totals(out_dir, ocs_spec.elephant_threshold_bytes)
 
 
-def _add_fidelity(out_dir: Path, monitor: FidelityMonitor) -> None:
+def _add_fidelity(out_dir: Path, monitor: FabricMonitor) -> None:
     """summary.json's `fidelity`: the verdict on this run and the measures behind it."""
     samples_path = out_dir / "fidelity.csv"
     if not (out_dir / "summary.json").exists() or not samples_path.exists():

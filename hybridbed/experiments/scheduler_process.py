@@ -44,13 +44,14 @@ from hybridbed.scheduler.model import Job, Resources, StageKind, Task, TaskActio
 from hybridbed.scheduler.plan_solver import ProcessSolver
 from hybridbed.scheduler.transfers import network_cap_mbps
 from hybridbed.workers.cgroups import TaskCgroup
-from hybridbed.workers.pacing import write_bytes
 from hybridbed.workers.protocol import (
     Channel,
     LaunchMessage,
     NoticeMessage,
     Share,
     ShutdownMessage,
+    StoredBlock,
+    StoreMessage,
     TaskControlMessage,
     TaskDescription,
     task_key,
@@ -60,6 +61,7 @@ from hybridbed.workloads.build import build_workload
 log = logging.getLogger("hybridbed.scheduler")
 REGISTER_TIMEOUT_S = 60.0
 HINT_INTERVAL_S = 1.0
+STORE_TIMEOUT_S = 60.0  # a host that has not stored a job's blocks by then is lost or stuck: its reads fail
 
 
 class SchedulerServer:
@@ -76,6 +78,7 @@ class SchedulerServer:
         self.policy.plan_solver = ProcessSolver()  # periodic plans off the heartbeat path
         self.specs = build_workload(self.scenario)
         self.events: queue.Queue[tuple[str, dict | None]] = queue.Queue()
+        self.stored: queue.Queue[str] = queue.Queue()  # hosts that stored the input blocks they were sent
         self.channels: dict[str, Channel] = {}
         self.last_seen: dict[str, float] = {}
         self.t0 = 0.0
@@ -109,6 +112,8 @@ class SchedulerServer:
                 if message["op"] == "register":
                     host = message["host"]
                     self.events.put(("register", {**message, "channel": channel}))
+                elif message["op"] == "stored":
+                    self.stored.put(message["host"])
                 else:
                     self.events.put((message["op"], message))
         except (OSError, ValueError):
@@ -264,7 +269,9 @@ class SchedulerServer:
         stranded = [task_key(t.task_id, t.attempt) for t in self.cluster.hosts[host].running.values()]
         requeued = self.core.host_lost(host, self._now())
         log.warning("worker %s lost (%s): %d task(s) requeued", host, why, len(requeued))
-        if self.task_cgroups and stranded:  # as YARN's NodeManager loss: the containers go with their node
+        # as YARN's NodeManager loss: the containers go with their node (on a further server, with the run's
+        # part there, at the run's end: their cgroups are not reachable from here)
+        if self.task_cgroups and stranded and self.hosts[host].get("server", 0) == 0:
             threading.Thread(target=self._end_tasks, args=(stranded,), daemon=True).start()
 
     def _end_tasks(self, keys: list[str]) -> None:
@@ -282,10 +289,34 @@ class SchedulerServer:
     def _submit(self, spec, now: float) -> None:
         job = build_job(spec, container(self.scenario))
         self.core.submit(job, now)
-        for task in job.maps:  # the input is uploaded before the job runs, as into HDFS
+        self._upload(job)
+
+    def _upload(self, job: Job) -> None:
+        """The job's input goes into the cluster's storage before it runs, as into HDFS: every replica holder
+        writes its blocks (on whichever server it is), and the scheduler waits until each says they are
+        stored, so no task reads a block before it is there."""
+        blocks: dict[str, list[StoredBlock]] = {}
+        for task in job.maps:
             block = task.input_block
             for host in block.replicas:
-                write_bytes(Path(self.hosts[host]["data_dir"]) / "blocks" / block.block_id, block.size_bytes)
+                blocks.setdefault(host, []).append({"path": f"blocks/{block.block_id}", "bytes": block.size_bytes})
+        waiting = set()
+        for host, stored in blocks.items():
+            store: StoreMessage = {"op": "store", "blocks": stored}
+            if self._send(host, store):
+                waiting.add(host)
+        deadline = time.monotonic() + STORE_TIMEOUT_S
+        while waiting:
+            try:
+                waiting.discard(self.stored.get(timeout=max(0.0, deadline - time.monotonic())))
+            except queue.Empty:
+                log.warning(
+                    "job %s: %s did not store its input blocks within %g s",
+                    job.job_id,
+                    sorted(waiting),
+                    STORE_TIMEOUT_S,
+                )
+                return
 
     def _dispatch(self, launches: list[Launch], notices: list[ShuffleNotice]) -> None:
         ocs = self.scenario.ocs
@@ -319,14 +350,17 @@ class SchedulerServer:
                 message["share"] = self._rates(action.task, action.allocation)
             self._send(action.host, message)
 
-    def _send(self, host: str, message: LaunchMessage | NoticeMessage | TaskControlMessage) -> None:
+    def _send(self, host: str, message: StoreMessage | LaunchMessage | NoticeMessage | TaskControlMessage) -> bool:
+        """Send to the host's agent; False if it is lost (the core requeues its tasks)."""
         channel = self.channels.get(host)
         if channel is None:
-            return  # lost meanwhile; the core requeues its tasks
+            return False
         try:
             channel.send(message)
+            return True
         except OSError:
             self._lose(host, "control connection broke")
+            return False
 
     def _rates(self, task: Task, allocation: Resources) -> Share:
         """A task's cores and the rates its worker paces it at (bits/s; None: not paced)."""

@@ -25,8 +25,10 @@ import os
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import psutil
 
@@ -216,3 +218,52 @@ class FidelityMonitor:
             self.tcp = {name: sum(end[name] - begin[name] for begin, end in watched) for name in TCP_COUNTERS}
         self.own_cpu_s += time.thread_time() - thread_cpu
         self.watched_s = time.monotonic() - started
+
+
+class ServerPart(Protocol):
+    """A further server's part of the run, as the monitor asks it (testbed/remote.py's RemoteServer)."""
+
+    def request(self, op: str, timeout_s: float = ..., **fields: object) -> dict: ...
+
+
+class FabricMonitor:
+    """The fidelity monitor on every server of a run: this machine's, and one in each further server's part
+    (each watches the switch ports and hosts on its server), whose samples join this machine's file when
+    they stop. On one machine it is that machine's FidelityMonitor alone."""
+
+    def __init__(
+        self, fabric: FabricSpec, path: Path, host_pids: list[dict[str, int]], parts: Sequence[ServerPart] = ()
+    ):
+        """`host_pids[k]`: a process in each emulated host's namespace on server k (0: this machine)."""
+        self.fabric = fabric
+        self.path = path
+        self.local = FidelityMonitor(fabric, path, host_pids[0])
+        self.parts = list(zip(parts, host_pids[1:]))
+        self.tcp: dict[str, int] = {}
+
+    @property
+    def cpu_share_of_a_core(self) -> float:
+        """This machine's monitor's own cost (the first server's, which also runs the scheduler)."""
+        return self.local.cpu_share_of_a_core
+
+    def start(self, origin_unix: float) -> None:
+        self.local.start(origin_unix)
+        fabric = self.fabric.model_dump(mode="json")
+        for part, pids in self.parts:
+            part.request("monitor_start", fabric=fabric, host_pids=pids, origin_unix=origin_unix)
+
+    def stop(self) -> None:
+        """Stop every monitor; a further server's samples go below this machine's in the one file (a server
+        that does not answer leaves its links unjudged)."""
+        self.local.stop()
+        self.tcp = dict(self.local.tcp)
+        for part, _ in self.parts:
+            try:
+                answer = part.request("monitor_stop")
+            except (RuntimeError, OSError):
+                continue
+            rows = answer["samples"].splitlines(keepends=True)[1:]  # below this machine's header
+            with self.path.open("a") as f:
+                f.writelines(rows)
+            for name, value in answer["tcp"].items():
+                self.tcp[name] = self.tcp.get(name, 0) + value

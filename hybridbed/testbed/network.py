@@ -45,6 +45,7 @@ from hybridbed.testbed.shaping import datapath_send_buffer_bytes, shaped_ports
 from hybridbed.testbed.tunnels import ETHERNET_MTU, TunnelEnd, tunnel_mtu, underlay
 
 OPENFLOW_PORT = 6653
+CONTROL_RELAY_PORT = 6654  # further servers' workers reach the scheduler here, over their control tunnels
 CONTROLLER_POLL_S = 0.2  # how often the supervisor looks whether the controller still runs
 MAX_CONTROLLER_RESTARTS = 5  # a controller that keeps dying is left dead (its log says why)
 OVS_MAX_BACKOFF_MS = 1000  # a switch's longest wait between attempts to reach its controller (OVS: 8000)
@@ -379,6 +380,34 @@ class HybridNetwork:
     def racks_per_server(self) -> list[int]:
         """How many racks each server holds, this machine first."""
         return [self.rack_server.count(k) for k in range(len(self.servers) + 1)]
+
+    def python_on(self, server: int) -> str:
+        """The interpreter with hybridbed on `server` (0: this machine's)."""
+        return sys.executable if server == 0 else self.remotes[server - 1].python
+
+    def state_dir_on(self, server: int) -> Path:
+        """The run's state directory on `server` (0: this machine)."""
+        assert self.record is not None
+        return self.record.state_dir if server == 0 else Path(self.remotes[server - 1].part["state_dir"])
+
+    def task_cgroups_on(self, server: int) -> dict:
+        """Create the roots of the run's task cgroups on `server` (ServerRun.create_task_cgroups)."""
+        if server == 0:
+            assert self.local is not None
+            return self.local.create_task_cgroups()
+        return self.remotes[server - 1].request("task_cgroups")
+
+    def reach_from_every_server(self, socket_path: Path) -> list[Path]:
+        """Where each server's processes reach the Unix socket at `socket_path` on this machine, this machine's
+        first: on a further server, a relay's socket that carries each connection over its control tunnel."""
+        paths = [socket_path]
+        if self.remotes:
+            assert self.local is not None
+            self.local.relay(f"TCP-LISTEN:{CONTROL_RELAY_PORT}", f"UNIX-CONNECT:{socket_path}", "control relay")
+            for remote in self.remotes:
+                target = f"{remote.controller_ip}:{CONTROL_RELAY_PORT}"
+                paths.append(Path(remote.request("relay", name=socket_path.name, target=target)["path"]))
+        return paths
 
     def host(self, rack: int, index: int) -> Host:
         return self.net.get(self.plan.host(rack, index).name)

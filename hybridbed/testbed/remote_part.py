@@ -16,6 +16,8 @@ import signal
 import sys
 from typing import TextIO
 
+from hybridbed.config.fabric import FabricSpec
+from hybridbed.testbed.fidelity_monitor import FidelityMonitor
 from hybridbed.testbed.server_run import ServerRun
 from hybridbed.testbed.tunnels import VXLAN_OVERHEAD, TunnelEnd, underlay
 
@@ -54,21 +56,42 @@ def serve(config: dict, requests: TextIO, out: TextIO) -> None:
             {
                 "ok": True,
                 "run_id": run.run_id,
+                "state_dir": str(run.record.state_dir),
                 "netns": run.namespace.name,
                 "cgroup": str(run.cgroup.path),
                 "ovs_env": run.ovs_environment(),
             },
         )
+        monitor: FidelityMonitor | None = None
         for line in requests:
             request = json.loads(line)
-            if request["op"] == "stop":
+            op = request["op"]
+            if op == "stop":
                 status = "stopped"
                 break
-            if request["op"] == "size_send_buffer":
+            if op == "size_send_buffer":
                 run.size_send_buffer(request["bridge"], request["port"], request["host_mac"], request["bytes"])
                 _reply(out, {"ok": True})
+            elif op == "task_cgroups":
+                _reply(out, {"ok": True, **run.create_task_cgroups()})
+            elif op == "relay":  # a Unix socket here for a TCP service on the first server's control tunnel
+                path = run.record.state_dir / request["name"]
+                run.relay(f"UNIX-LISTEN:{path}", f"TCP:{request['target']}", f"relay to {request['target']}")
+                _reply(out, {"ok": True, "path": str(path)})
+            elif op == "monitor_start":
+                monitor = FidelityMonitor(
+                    FabricSpec.model_validate(request["fabric"]),
+                    run.record.state_dir / "fidelity.csv",
+                    request["host_pids"],
+                )
+                monitor.start(request["origin_unix"])
+                _reply(out, {"ok": True})
+            elif op == "monitor_stop" and monitor is not None:
+                monitor.stop()
+                samples = (run.record.state_dir / "fidelity.csv").read_text()
+                _reply(out, {"ok": True, "samples": samples, "tcp": monitor.tcp})
             else:
-                _reply(out, {"ok": False, "error": f"unknown request {request['op']!r}"})
+                _reply(out, {"ok": False, "error": f"unknown request {op!r}"})
         else:
             status = "connection lost"
     except StopRequested as err:

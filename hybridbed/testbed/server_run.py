@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Sequence
+from pathlib import Path
 
 from hybridbed.testbed.cleanup import clean_run
 from hybridbed.testbed.isolation import FabricNamespace, RunCgroup
@@ -17,6 +18,7 @@ from hybridbed.testbed.ovs import PrivateOVS
 from hybridbed.testbed.runs import RunRecord
 from hybridbed.testbed.tunnels import TunnelEnd, create_tunnel
 from hybridbed.testbed.watchdog import start_watchdog
+from hybridbed.workers.cgroups import CgroupLayout
 
 PROBE_ETHERTYPE = "88b5"  # IEEE 802 local experimental: a frame no host stack takes up
 
@@ -85,6 +87,36 @@ class ServerRun:
             capture_output=True,
         )
         self.ovs.set_send_buffer(nbytes)
+
+    def create_task_cgroups(self) -> dict:
+        """The roots of the run's task cgroups on this server (one per hierarchy), recorded before they are
+        made: `roots` as they are, `seen_from_hosts` as the hosts' agents reach them, and the cgroup `version`.
+        Mininet hosts have a /sys of their own without the cgroup hierarchies; this process's root still has
+        them, so agents reach them through it for as long as it runs (as long as the run)."""
+        layout = CgroupLayout.detect()
+        roots = layout.task_roots(self.run_id)
+        self.record.set(cgroups=self.record.manifest.cgroups + [str(r) for r in roots])
+        layout.create_task_roots(self.run_id)
+        me = Path(f"/proc/{os.getpid()}/root")
+        return {
+            "roots": [str(r) for r in roots],
+            "seen_from_hosts": [str(me / r.relative_to("/")) for r in roots],
+            "version": layout.version,
+        }
+
+    def relay(self, listen: str, connect: str, role: str) -> None:
+        """A socat relay (http://www.dest-unreach.org/socat/) in the run's namespace and cgroup, from `listen` to
+        `connect` (socat addresses), one connection per client; recorded as `role`."""
+        assert self.cgroup is not None
+        with open(self.record.state_dir / f"{role.replace(' ', '-')}.log", "ab") as log:
+            proc = subprocess.Popen(
+                ["socat", f"{listen},fork,reuseaddr", connect],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=self.cgroup.join_self,
+            )
+        self.record.add_process(proc.pid, role)
 
     def stop(self, status: str) -> list[str]:
         """Stop Open vSwitch, leave the namespace and remove everything the manifest records."""

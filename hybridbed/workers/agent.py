@@ -33,7 +33,7 @@ import psutil
 from hybridbed.workers.cgroups import TaskCgroup
 from hybridbed.workers.fetch import DataServer
 from hybridbed.workers.host_share import HostShare
-from hybridbed.workers.pacing import Rate
+from hybridbed.workers.pacing import Rate, write_bytes
 from hybridbed.workers.protocol import (
     Channel,
     FailedMessage,
@@ -42,6 +42,8 @@ from hybridbed.workers.protocol import (
     HeartbeatMessage,
     RegisterMessage,
     StartedMessage,
+    StoredBlock,
+    StoredMessage,
     TaskControlMessage,
     TaskDescription,
     task_key,
@@ -94,7 +96,9 @@ class WorkerAgent:
         try:
             while (message := self.channel.receive()) is not None:
                 op = message["op"]
-                if op == "launch":
+                if op == "store":
+                    self._store(message["blocks"])
+                elif op == "launch":
                     self._launch(message["task"])
                 elif op == "notice":
                     self._notify(message["key"], message["notice"])
@@ -110,6 +114,14 @@ class WorkerAgent:
                 task.proc.kill()
                 task.cgroup.remove()
         return 0
+
+    def _store(self, blocks: list[StoredBlock]) -> None:
+        """Write the input blocks this host keeps replicas of (before any task reads them: the scheduler waits
+        for `stored`), unpaced, as an upload into HDFS before the job runs."""
+        for block in blocks:
+            write_bytes(self.data_dir / block["path"], block["bytes"])
+        stored: StoredMessage = {"op": "stored", "host": self.args.host}
+        self.channel.send(stored)
 
     def _heartbeat(self) -> None:
         """Every heartbeat: the tasks' CPU, memory and I/O (bytes read and written through syscalls, files

@@ -3,9 +3,9 @@ typed messages (JSON objects, one per line; `op` names the kind) and the channel
 stream socket (a Unix socket under the run directory reaches every Mininet host without touching the
 data network; a TCP socket works the same for workers on real machines).
 
-Agent -> scheduler: register, heartbeat, started, fetch, finished, failed.
-Scheduler -> agent: launch, notice (where a parent task's output is), suspend / resume / kill / share
-(a task's preemption or new share), shutdown. A task attempt is named by its key `<task_id>.a<attempt>`.
+Agent -> scheduler: register, heartbeat, stored, started, fetch, finished, failed.
+Scheduler -> agent: store (input blocks to keep, as a DataNode does), launch, notice (where a parent task's
+output is), suspend / resume / kill / share (a task's preemption or new share), shutdown. A task attempt is named by its key `<task_id>.a<attempt>`.
 """
 
 from __future__ import annotations
@@ -64,6 +64,18 @@ class TaskDescription(TypedDict):
     n_sources: NotRequired[int]  # a task with parents: how many parent outputs it fetches
 
 
+class StoredBlock(TypedDict):
+    path: str  # below the data directory
+    bytes: int
+
+
+class StoreMessage(TypedDict):
+    """Input blocks the host keeps replicas of; it answers `stored` once they are on its disk."""
+
+    op: Literal["store"]
+    blocks: list[StoredBlock]
+
+
 class LaunchMessage(TypedDict):
     op: Literal["launch"]
     task: TaskDescription
@@ -105,6 +117,11 @@ class RegisterMessage(TypedDict):
     cores: float
     memory_mb: float
     pid: int
+
+
+class StoredMessage(TypedDict):
+    op: Literal["stored"]
+    host: str
 
 
 class HeartbeatMessage(TypedDict):
@@ -175,8 +192,10 @@ class FinishedMessage(TypedDict):
     time: float
 
 
-SchedulerMessage = LaunchMessage | NoticeMessage | TaskControlMessage | ShutdownMessage
-AgentMessage = RegisterMessage | HeartbeatMessage | StartedMessage | FetchMessage | FinishedMessage | FailedMessage
+SchedulerMessage = StoreMessage | LaunchMessage | NoticeMessage | TaskControlMessage | ShutdownMessage
+AgentMessage = (
+    RegisterMessage | HeartbeatMessage | StoredMessage | StartedMessage | FetchMessage | FinishedMessage | FailedMessage
+)
 
 
 class Channel:

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -38,8 +39,12 @@ class TwoServers:
 
     def hybridbed(self, *args: str, servers_file: Path | None = None, **popen) -> subprocess.Popen:
         """`hybridbed ARGS --servers FILE`, started on the first server."""
+        return self.on_first_server(*args, "--servers", str(servers_file or self.servers_file), **popen)
+
+    def on_first_server(self, *args: str, **popen) -> subprocess.Popen:
+        """`hybridbed ARGS`, started on the first server."""
         argv = ["nsenter", f"--net={NETNS_DIR / self.first_netns}", sys.executable, "-m", "hybridbed.cli", *args]
-        return subprocess.Popen([*argv, "--servers", str(servers_file or self.servers_file)], text=True, **popen)
+        return subprocess.Popen(argv, text=True, **popen)
 
 
 def _run(*argv: str) -> None:
@@ -174,4 +179,32 @@ def test_a_server_that_refuses_the_run_is_named_and_nothing_is_built(two_servers
     out, _ = check.communicate(timeout=60)
     assert check.returncode == 1
     assert f"server {SECOND_SERVER_IP}: ssh as root on port 22 failed" in " ".join(out.split())
+    assert _runs() == runs_before and _namespaces() == namespaces_before
+
+
+def test_the_quickstart_comparison_runs_across_two_servers(two_servers, tmp_path):
+    """Racks 2 and 3 with their workers on the second server: their agents reach the scheduler through the
+    control tunnel's relay, store their input blocks and run their tasks there, and the run's fidelity verdict
+    judges the links of both servers."""
+    scenario = yaml.safe_load((Path(__file__).parents[2] / "scenarios" / "quickstart.yaml").read_text())
+    scenario["servers"] = yaml.safe_load(two_servers.servers_file.read_text())
+    scenario["workload"]["jobs"] = 6
+    path = tmp_path / "quickstart-two-servers.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    runs_before, namespaces_before = _runs(), _namespaces()
+    out = tmp_path / "cmp"
+    compare = two_servers.on_first_server(
+        "compare", str(path), "--policies", "fair,jobpacker", "--out", str(out), "--json",
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    stdout, stderr = compare.communicate(timeout=900)
+    assert compare.returncode == 0, stderr[-3000:]
+    result = json.loads(stdout)
+    for setup, summary in result.items():
+        assert summary["status"] == "done" and summary["jobs_done"] == 6, (setup, summary)
+        assert summary["fidelity"] in ("ok", "warn"), (setup, summary["fidelity_reasons"])
+        tasks = pd.read_csv(out / setup / "tasks.csv")
+        assert {"r0h0", "r3h1"} <= set(tasks.host), f"{setup}: tasks ran on {sorted(set(tasks.host))}"
+        watched = set(pd.read_csv(out / setup / "fidelity.csv").link)
+        assert {"tor0-eth1", "tor3-eth1"} <= watched, f"{setup}: fidelity samples of {sorted(watched)}"
     assert _runs() == runs_before and _namespaces() == namespaces_before

@@ -281,3 +281,10 @@ def test_a_fetch_under_way_slows_to_a_new_network_share(agent):
     finished = receive(channel, "finished")
     took = finished["time"] - started["time"]
     assert 6.5 <= took <= 9.5, took  # unchanged it would take about 4 s
+
+
+def test_stored_blocks_are_on_the_hosts_disk_when_it_says_so(agent, tmp_path):
+    agent.send({"op": "store", "blocks": [{"path": "blocks/s1", "bytes": 3000}, {"path": "blocks/s2", "bytes": 5}]})
+    assert receive(agent, "stored")["host"] == "h0"
+    blocks = tmp_path / "data" / "blocks"
+    assert (blocks / "s1").stat().st_size == 3000 and (blocks / "s2").stat().st_size == 5

@@ -1,0 +1,50 @@
+"""The fidelity monitor of a fabric spread over servers: each further server's samples and TCP counters join
+this machine's. The further servers are stand-ins that answer as a run's part does."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pandas as pd
+
+from hybridbed.config.fabric import FabricSpec
+from hybridbed.testbed.fidelity_monitor import FIDELITY_FIELDS, FabricMonitor
+
+
+class _Part:
+    """Answers `monitor_start` and `monitor_stop` with one sample of its ToR's uplink, as a part would."""
+
+    def __init__(self, link: str, retransmitted: int, answers: bool = True):
+        self.link, self.retransmitted, self.answers = link, retransmitted, answers
+        self.asked: list[tuple[str, dict]] = []
+
+    def request(self, op: str, timeout_s: float = 30.0, **fields: object) -> dict:
+        self.asked.append((op, fields))
+        if op == "monitor_stop" and not self.answers:
+            raise RuntimeError("server 192.0.2.2: the run's part there did not answer")
+        if op != "monitor_stop":
+            return {"ok": True}
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=FIDELITY_FIELDS)
+        writer.writeheader()
+        writer.writerow({name: 0 for name in FIDELITY_FIELDS} | {"link": self.link, "link_class": "tor-eps"})
+        return {"ok": True, "samples": out.getvalue(), "tcp": {"retransmitted": self.retransmitted}}
+
+
+def test_each_further_servers_samples_and_tcp_counters_join_this_machines(tmp_path):
+    fabric = FabricSpec(racks=6, hosts_per_rack=1)
+    parts = [_Part("tor2-eth2", 3), _Part("tor4-eth2", 4), _Part("tor5-eth2", 5, answers=False)]
+    path = tmp_path / "fidelity.csv"
+    pids = [{}, {"r2h0": 11}, {"r4h0": 12}, {"r5h0": 13}]
+    monitor = FabricMonitor(fabric, path, pids, parts)
+    monitor.start(origin_unix=100.0)
+    monitor.stop()
+    start = parts[0].asked[0]
+    assert start == (
+        "monitor_start",
+        {"fabric": fabric.model_dump(mode="json"), "host_pids": {"r2h0": 11}, "origin_unix": 100.0},
+    )
+    samples = pd.read_csv(path)  # this machine watched no port of its own here (no switches): only its header
+    assert list(samples.link) == ["tor2-eth2", "tor4-eth2"]  # the third server did not answer: its links unjudged
+    assert monitor.tcp.get("retransmitted") == 7
