@@ -78,7 +78,7 @@ class SchedulerServer:
         self.policy.plan_solver = ProcessSolver()  # periodic plans off the heartbeat path
         self.specs = build_workload(self.scenario)
         self.events: queue.Queue[tuple[str, dict | None]] = queue.Queue()
-        self.stored: queue.Queue[str] = queue.Queue()  # hosts that stored the input blocks they were sent
+        self.stored: queue.Queue[tuple[str, str]] = queue.Queue()  # (job, host): its input blocks are on the host
         self.channels: dict[str, Channel] = {}
         self.last_seen: dict[str, float] = {}
         self.t0 = 0.0
@@ -113,7 +113,7 @@ class SchedulerServer:
                     host = message["host"]
                     self.events.put(("register", {**message, "channel": channel}))
                 elif message["op"] == "stored":
-                    self.stored.put(message["host"])
+                    self.stored.put((message["job"], message["host"]))
                 else:
                     self.events.put((message["op"], message))
         except (OSError, ValueError):
@@ -302,13 +302,15 @@ class SchedulerServer:
                 blocks.setdefault(host, []).append({"path": f"blocks/{block.block_id}", "bytes": block.size_bytes})
         waiting = set()
         for host, stored in blocks.items():
-            store: StoreMessage = {"op": "store", "blocks": stored}
+            store: StoreMessage = {"op": "store", "job": job.job_id, "blocks": stored}
             if self._send(host, store):
                 waiting.add(host)
         deadline = time.monotonic() + STORE_TIMEOUT_S
         while waiting:
             try:
-                waiting.discard(self.stored.get(timeout=max(0.0, deadline - time.monotonic())))
+                stored_job, host = self.stored.get(timeout=max(0.0, deadline - time.monotonic()))
+                if stored_job == job.job_id:  # not a late answer about an earlier job
+                    waiting.discard(host)
             except queue.Empty:
                 log.warning(
                     "job %s: %s did not store its input blocks within %g s",

@@ -97,7 +97,7 @@ class WorkerAgent:
             while (message := self.channel.receive()) is not None:
                 op = message["op"]
                 if op == "store":
-                    self._store(message["blocks"])
+                    self._store(message["job"], message["blocks"])
                 elif op == "launch":
                     self._launch(message["task"])
                 elif op == "notice":
@@ -115,12 +115,12 @@ class WorkerAgent:
                 task.cgroup.remove()
         return 0
 
-    def _store(self, blocks: list[StoredBlock]) -> None:
+    def _store(self, job: str, blocks: list[StoredBlock]) -> None:
         """Write the input blocks this host keeps replicas of (before any task reads them: the scheduler waits
         for `stored`), unpaced, as an upload into HDFS before the job runs."""
         for block in blocks:
             write_bytes(self.data_dir / block["path"], block["bytes"])
-        stored: StoredMessage = {"op": "stored", "host": self.args.host}
+        stored: StoredMessage = {"op": "stored", "host": self.args.host, "job": job}
         self.channel.send(stored)
 
     def _heartbeat(self) -> None:

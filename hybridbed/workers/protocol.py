@@ -73,6 +73,7 @@ class StoreMessage(TypedDict):
     """Input blocks the host keeps replicas of; it answers `stored` once they are on its disk."""
 
     op: Literal["store"]
+    job: str  # whose input they are
     blocks: list[StoredBlock]
 
 
@@ -122,6 +123,7 @@ class RegisterMessage(TypedDict):
 class StoredMessage(TypedDict):
     op: Literal["stored"]
     host: str
+    job: str
 
 
 class HeartbeatMessage(TypedDict):

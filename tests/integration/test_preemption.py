@@ -284,7 +284,8 @@ def test_a_fetch_under_way_slows_to_a_new_network_share(agent):
 
 
 def test_stored_blocks_are_on_the_hosts_disk_when_it_says_so(agent, tmp_path):
-    agent.send({"op": "store", "blocks": [{"path": "blocks/s1", "bytes": 3000}, {"path": "blocks/s2", "bytes": 5}]})
-    assert receive(agent, "stored")["host"] == "h0"
+    blocks = [{"path": "blocks/s1", "bytes": 3000}, {"path": "blocks/s2", "bytes": 5}]
+    agent.send({"op": "store", "job": "j1", "blocks": blocks})
+    assert {k: v for k, v in receive(agent, "stored").items() if k != "op"} == {"host": "h0", "job": "j1"}
     blocks = tmp_path / "data" / "blocks"
     assert (blocks / "s1").stat().st_size == 3000 and (blocks / "s2").stat().st_size == 5
