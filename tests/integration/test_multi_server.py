@@ -174,11 +174,11 @@ def test_a_server_that_refuses_the_run_is_named_and_nothing_is_built(two_servers
     (tmp_path / "servers.yaml").write_text(yaml.safe_dump(servers))
     runs_before, namespaces_before = _runs(), _namespaces()
     check = two_servers.hybridbed(
-        "check", "--racks", "4", "--hosts", "1", servers_file=tmp_path / "servers.yaml", stdout=subprocess.PIPE
+        "check", "--racks", "4", "--hosts", "1", servers_file=tmp_path / "servers.yaml", stderr=subprocess.PIPE
     )
-    out, _ = check.communicate(timeout=60)
+    _, err = check.communicate(timeout=60)
     assert check.returncode == 1
-    assert f"server {SECOND_SERVER_IP}: ssh as root on port 22 failed" in " ".join(out.split())
+    assert f"server {SECOND_SERVER_IP}: ssh as root on port 22 failed" in " ".join(err.split())
     assert _runs() == runs_before and _namespaces() == namespaces_before
 
 
