@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from hybridbed.experiments.scenarios import validate_scenario
+from hybridbed.workers.pacing import write_bytes
 from hybridbed.workers.protocol import SOCKET_NAME, Channel
 
 HOSTS = ["r0h0", "r1h0"]
@@ -34,8 +35,8 @@ def scenario(jobs: int = 3) -> dict:
 
 
 class ScriptedAgent:
-    """A worker agent that runs every task it is given at once: it reports a fetch for a map's remote
-    input, and the task finished."""
+    """A worker agent that stores the input blocks it is sent and runs every task it is given at once: it
+    reports a fetch for a map's remote input, and the task finished."""
 
     def __init__(self, socket_path: str, host: str, rack: int, data_dir: Path, die_after_launches: int | None = None):
         self.channel = Channel.connect_unix(socket_path)
@@ -89,6 +90,10 @@ class ScriptedAgent:
                 break
             if message["op"] == "notice":
                 self.notices.append(message)
+            if message["op"] == "store":  # keeps the input replicas, as an agent does, and says so
+                for block in message["blocks"]:
+                    write_bytes(self.data_dir / block["path"], block["bytes"])
+                self.channel.send({"op": "stored", "host": self.host, "job": message["job"]})
             if message["op"] != "launch":
                 continue
             task = message["task"]
