@@ -13,6 +13,7 @@ from __future__ import annotations
 import psutil
 
 from hybridbed.config.scenario import Scenario
+from hybridbed.config.servers import place_racks
 
 RUN_FIXED_MB = 230.0  # scheduler, controller, Open vSwitch and the watchdog
 HOST_MB = 13.5  # a worker agent and its Mininet shell, rounded up
@@ -22,8 +23,14 @@ MEMORY_SHARE = 0.8  # of the memory available when the run is checked; the rest 
 
 def emulation_memory_mb(scenario: Scenario) -> float:
     """Memory the run's processes take with every task slot busy."""
-    hosts = scenario.fabric.racks * scenario.fabric.hosts_per_rack
-    return RUN_FIXED_MB + hosts * (HOST_MB + scenario.workers.slots_per_host * TASK_MB)
+    return RUN_FIXED_MB + _hosts_here(scenario) * (HOST_MB + scenario.workers.slots_per_host * TASK_MB)
+
+
+def _hosts_here(scenario: Scenario) -> int:
+    """The emulated hosts on this machine: all of them, or its racks' when `servers` spreads the fabric (each
+    further server's preflight checks its own share)."""
+    racks_here = place_racks(scenario.fabric.racks, scenario.servers).count(0)
+    return racks_here * scenario.fabric.hosts_per_rack
 
 
 def emulation_problems(scenario: Scenario, available_mb: float | None = None) -> list[str]:
@@ -35,7 +42,8 @@ def emulation_problems(scenario: Scenario, available_mb: float | None = None) ->
         return []
     f, w = scenario.fabric, scenario.workers
     return [
-        f"fabric: {f.racks} racks x {f.hosts_per_rack} hosts with workers.slots_per_host {w.slots_per_host} "
+        f"fabric: {_hosts_here(scenario)} hosts on this machine (of {f.racks} racks x {f.hosts_per_rack}) with "
+        f"workers.slots_per_host {w.slots_per_host} "
         f"need about {need:,.0f} MB for their emulated processes, and {MEMORY_SHARE:.0%} of this machine's "
         f"{available_mb:,.0f} MB available is {MEMORY_SHARE * available_mb:,.0f} MB; use fewer hosts or slots, "
         "or --backend simulation"

@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hybridbed.cli import main
+from hybridbed.config.servers import ServerSpec
 from hybridbed.config.validation import SpecError
-from hybridbed.experiments.feasibility import MEMORY_SHARE, emulation_memory_mb, emulation_problems
+from hybridbed.experiments.feasibility import MEMORY_SHARE, RUN_FIXED_MB, emulation_memory_mb, emulation_problems
 from hybridbed.experiments.scenarios import load_scenario
 from hybridbed.workloads.build import build_workload
 
@@ -179,9 +180,17 @@ def test_any_mutated_scenario_is_valid_or_a_field_error(tmp_path, edits, extra):
 def test_an_emulated_fabric_larger_than_the_machine_is_refused_before_anything_is_built(tmp_path):
     data = {**quickstart(), "fabric": {**quickstart()["fabric"], "racks": 250, "hosts_per_rack": 250}}
     path = write(tmp_path, yaml.safe_dump(data))
-    with pytest.raises(SpecError, match=r"fabric: 250 racks x 250 hosts .* need about [\d,]+ MB"):
+    with pytest.raises(
+        SpecError, match=r"fabric: 62500 hosts on this machine \(of 250 racks x 250\) .* need about [\d,]+ MB"
+    ):
         load_scenario(path)
     assert load_scenario(path, {"backend": "simulation"}).fabric.racks == 250  # the simulator takes any size
     small = load_scenario(QUICKSTART)
     assert emulation_problems(small, available_mb=emulation_memory_mb(small) / MEMORY_SHARE + 1) == []
     assert emulation_problems(small, available_mb=emulation_memory_mb(small) / MEMORY_SHARE - 1)
+
+
+def test_a_fabric_spread_over_servers_is_weighed_by_the_hosts_on_this_machine():
+    alone = load_scenario(QUICKSTART)  # 4 racks: 2 stay here when one further server takes the others
+    spread = alone.model_copy(update={"servers": [ServerSpec(host="192.0.2.2")]})
+    assert emulation_memory_mb(spread) - RUN_FIXED_MB == pytest.approx((emulation_memory_mb(alone) - RUN_FIXED_MB) / 2)
