@@ -86,7 +86,10 @@ def serve(config: dict, requests: TextIO, out: TextIO) -> None:
                 )
                 monitor.start(request["origin_unix"])
                 _reply(out, {"ok": True})
-            elif op == "monitor_stop" and monitor is not None:
+            elif op == "monitor_stop" and monitor is None:
+                _reply(out, {"ok": False, "error": "no fidelity monitor was started here"})
+            elif op == "monitor_stop":
+                assert monitor is not None
                 monitor.stop()
                 samples = (run.record.state_dir / "fidelity.csv").read_text()
                 _reply(out, {"ok": True, "samples": samples, "tcp": monitor.tcp})
