@@ -12,6 +12,7 @@ links cross servers. A servers file is a YAML list of `ServerSpec`s:
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import yaml
@@ -41,6 +42,11 @@ class ServerSpec(BaseModel):
         default=None, description="the interpreter with hybridbed installed there; unset: the same path as here"
     )
     racks: int | None = Field(default=None, ge=1, description="racks placed there; unset: an even share")
+
+    @property
+    def interpreter(self) -> str:
+        """The Python that runs hybridbed there: `python`, or the same path as this process's."""
+        return self.python or sys.executable
 
 
 _SERVER_LIST = TypeAdapter(list[ServerSpec])

@@ -12,7 +12,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 from hybridbed.config.servers import ServerSpec
@@ -67,7 +66,7 @@ def _clean_remote_part(part: dict) -> str:
     """`hybridbed clean` for the run's part on a further server, over ssh; what that server answered. Its
     ssh session is gone by now (the run's processes are), so the part is removing itself or has done so."""
     spec = ServerSpec.model_validate(part["server"])
-    command = shlex.join([spec.python or sys.executable, "-m", "hybridbed.cli", "clean", part["run_id"]])
+    command = shlex.join([spec.interpreter, "-m", "hybridbed.cli", "clean", part["run_id"]])
     try:
         result = subprocess.run(
             [*ssh_command(spec, part["address"]), command],

@@ -383,7 +383,7 @@ class HybridNetwork:
 
     def python_on(self, server: int) -> str:
         """The interpreter with hybridbed on `server` (0: this machine's)."""
-        return sys.executable if server == 0 else self.remotes[server - 1].python
+        return sys.executable if server == 0 else self.remotes[server - 1].spec.interpreter
 
     def state_dir_on(self, server: int) -> Path:
         """The run's state directory on `server` (0: this machine)."""

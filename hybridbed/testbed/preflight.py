@@ -95,7 +95,7 @@ def server_facts(spec: ServerSpec) -> tuple[ServerFacts, float]:
             timeout=CONNECT_TIMEOUT_S,
             allow_agent=spec.key_file is None,
         )
-        python = spec.python or sys.executable
+        python = spec.interpreter
         _, stdout, stderr = client.exec_command(shlex.join([python, "-m", "hybridbed.testbed.preflight"]), timeout=60)
         out = stdout.read().decode()
         if stdout.channel.recv_exit_status() != 0:

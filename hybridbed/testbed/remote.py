@@ -15,7 +15,6 @@ import os
 import select
 import shlex
 import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,10 +65,6 @@ class RemoteServer:
         self.proc: subprocess.Popen | None = None
         self.part: dict = {}  # the part's answer: run_id, netns, cgroup, ovs_env
 
-    @property
-    def python(self) -> str:
-        return self.spec.python or sys.executable
-
     def start(self, run_id: str, tunnels: Sequence[TunnelEnd], tunnel_mtu: int, tso: bool) -> None:
         config = {
             "run_id": run_id,
@@ -79,7 +74,7 @@ class RemoteServer:
         }
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [*self._ssh, "-T", shlex.join([self.python, "-m", "hybridbed.testbed.remote_part"])],
+                [*self._ssh, "-T", shlex.join([self.spec.interpreter, "-m", "hybridbed.testbed.remote_part"])],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
