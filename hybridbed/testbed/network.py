@@ -31,7 +31,7 @@ from hybridbed.controller.client import DEFAULT_REST_PORT, FabricClient
 from hybridbed.testbed.interrupts import deferred_interrupts
 from hybridbed.testbed.isolation import IPV6_OFF, RunCgroup
 from hybridbed.testbed.ovs import kernel_datapath_available
-from hybridbed.testbed.preflight import preflight, resolve_server
+from hybridbed.testbed.preflight import preflight
 from hybridbed.testbed.remote import (
     CrossingLink,
     RemoteRunHost,
@@ -160,12 +160,11 @@ class HybridNetwork:
     def start(self) -> None:
         t0 = time.monotonic()
         self._stopping.clear()
-        if self.servers:
-            preflight(self.servers, self.rack_server)  # before anything is built
+        addresses = preflight(self.servers, self.rack_server) if self.servers else []  # before anything is built
         self.local = ServerRun(self.fabric.userspace_tso and self.datapath == "user")  # watched from here on
         self.record_id = self.local.run_id
         try:
-            self._isolate()
+            self._isolate(addresses)
             self._start_controller()
             self._build_mininet()
             self.controller.wait_ready(self.start_timeout_s, alive=lambda: self.controller_proc.poll() is None)
@@ -180,18 +179,17 @@ class HybridNetwork:
             raise
         self.bringup_s = time.monotonic() - t0
 
-    def _isolate(self) -> None:
-        """This machine's share of the run (cgroup, namespace, Open vSwitch) and every further server's, those
-        started from this machine's own namespace before this thread enters the run's."""
+    def _isolate(self, addresses: list[str]) -> None:
+        """This machine's share of the run (cgroup, namespace, Open vSwitch) and that of every further server at
+        `addresses`, those started from this machine's own namespace before this thread enters the run's."""
         assert self.local is not None
         self.local.isolate()
         here: list[TunnelEnd] = []
         if self.servers:
-            ips = [resolve_server(spec) for spec in self.servers]
-            routes = [underlay(ip) for ip in ips]
+            routes = [underlay(ip) for ip in addresses]
             self.host_mtu = tunnel_mtu(min(route_mtu for _, route_mtu in routes))
-            tunnels = plan_tunnels(self.plan, self.rack_server, ips, [own_ip for own_ip, _ in routes])
-            for spec, ip, server in zip(self.servers, ips, tunnels):
+            tunnels = plan_tunnels(self.plan, self.rack_server, addresses, [own_ip for own_ip, _ in routes])
+            for spec, ip, server in zip(self.servers, addresses, tunnels):
                 remote = RemoteServer(
                     spec, server.index, ip, self.local.record.state_dir, self._ssh_preexec, server.controller_ip
                 )
@@ -273,14 +271,12 @@ class HybridNetwork:
     def _build_mininet(self) -> None:
         setLogLevel("warning")
         plan, fabric = self.plan, self.fabric
-        switch = partial(
-            RunSwitch, run_cgroup=self.cgroup, datapath=self.datapath, protocols="OpenFlow13", failMode="secure"
-        )
+        switch_options = {"datapath": self.datapath, "protocols": "OpenFlow13", "failMode": "secure"}
         net = FabricMininet(
             topo=None,
             build=False,
             host=partial(RunHost, run_cgroup=self.cgroup),
-            switch=switch,
+            switch=partial(RunSwitch, run_cgroup=self.cgroup, **switch_options),
             link=CrossingLink,
             controller=None,
             autoSetMacs=False,
@@ -290,27 +286,18 @@ class HybridNetwork:
         net.addController(FabricController("c0", ip="127.0.0.1", port=OPENFLOW_PORT))
         eps = net.addSwitch("eps", dpid=_dpid(EPS_DPID))
         ocs = net.addSwitch("ocs", dpid=_dpid(OCS_DPID)) if fabric.has_ocs else None
+        remote_switch = partial(RemoteRunSwitch, **switch_options)
         for rack in range(fabric.racks):
-            on_server: dict = {}
+            tor_options: dict = {}  # on this machine, the network's defaults
+            host_options: dict = {}
             if (server := self.rack_server[rack]) > 0:
                 remote = self.remotes[server - 1]
-                on_server = {"remote": remote}
-                tor = net.addSwitch(
-                    plan.tor_name(rack),
-                    dpid=_dpid(plan.tor_dpid(rack)),
-                    cls=partial(RemoteRunSwitch, datapath=self.datapath, protocols="OpenFlow13", failMode="secure"),
-                    **on_server,
-                )
-            else:
-                tor = net.addSwitch(plan.tor_name(rack), dpid=_dpid(plan.tor_dpid(rack)))
+                tor_options = {"cls": remote_switch, "remote": remote}
+                host_options = {"cls": RemoteRunHost, "remote": remote}
+            tor = net.addSwitch(plan.tor_name(rack), dpid=_dpid(plan.tor_dpid(rack)), **tor_options)
             for h in range(fabric.hosts_per_rack):
                 addr = plan.host(rack, h)
-                host = net.addHost(
-                    addr.name,
-                    ip=f"{addr.ip}/{HOST_PREFIX_LEN}",
-                    mac=addr.mac,
-                    **({"cls": RemoteRunHost, **on_server} if on_server else {}),
-                )
+                host = net.addHost(addr.name, ip=f"{addr.ip}/{HOST_PREFIX_LEN}", mac=addr.mac, **host_options)
                 net.addLink(host, tor, port1=0, port2=addr.tor_port, bw=fabric.host_rate_mbps)
             net.addLink(tor, eps, port1=plan.tor_eps_port, port2=plan.eps_port(rack), bw=fabric.eps_uplink_mbps)
             if ocs is not None:

@@ -78,8 +78,9 @@ def gather_facts() -> ServerFacts:
     )
 
 
-def server_facts(spec: ServerSpec) -> tuple[ServerFacts, float]:
-    """The server's facts, and its clock's offset from this machine's (s; the round trip's midpoint)."""
+def server_facts(spec: ServerSpec, address: str) -> tuple[ServerFacts, float]:
+    """The facts of the server at `address`, and its clock's offset from this machine's (s; the round trip's
+    midpoint)."""
     client = paramiko.SSHClient()
     if spec.known_hosts is not None:
         client.load_host_keys(str(spec.known_hosts))
@@ -88,7 +89,7 @@ def server_facts(spec: ServerSpec) -> tuple[ServerFacts, float]:
     client.set_missing_host_key_policy(paramiko.RejectPolicy())
     try:
         client.connect(
-            resolve_server(spec),
+            address,
             port=spec.port,
             username=spec.user,
             key_filename=str(spec.key_file) if spec.key_file is not None else None,
@@ -154,19 +155,23 @@ def problems(spec: ServerSpec, facts: ServerFacts, offset_s: float, here: Server
     return [f"server {spec.host}: {problem}" for problem in found]
 
 
-def preflight(servers: list[ServerSpec], rack_server: list[int]) -> None:
-    """Raise ServersNotReady naming every problem of every server; return quietly if there is none."""
+def preflight(servers: list[ServerSpec], rack_server: list[int]) -> list[str]:
+    """Each server's IPv4 address, the one checked and the one the run's tunnels and ssh sessions go to; raise
+    ServersNotReady naming every problem of every server if there is any."""
     here = gather_facts()
     found = []
+    addresses = []
     for index, spec in enumerate(servers, start=1):
         try:
-            facts, offset = server_facts(spec)
+            addresses.append(resolve_server(spec))
+            facts, offset = server_facts(spec, addresses[-1])
         except ServersNotReady as err:
             found.append(str(err))
             continue
         found += problems(spec, facts, offset, here, rack_server.count(index))
     if found:
         raise ServersNotReady("servers not ready:\n  " + "\n  ".join(found))
+    return addresses
 
 
 def main() -> int:
