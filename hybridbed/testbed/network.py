@@ -19,6 +19,7 @@ import threading
 import time
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from mininet.log import setLogLevel
 from mininet.net import Mininet
@@ -271,7 +272,7 @@ class HybridNetwork:
     def _build_mininet(self) -> None:
         setLogLevel("warning")
         plan, fabric = self.plan, self.fabric
-        switch_options = {"datapath": self.datapath, "protocols": "OpenFlow13", "failMode": "secure"}
+        switch_options: dict[str, Any] = {"datapath": self.datapath, "protocols": "OpenFlow13", "failMode": "secure"}
         net = FabricMininet(
             topo=None,
             build=False,
