@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from hybridbed.config.addressing import TorCorePort
+from hybridbed.config.addressing import HostAddress, TorCorePort
 from hybridbed.config.fabric import OcsSpec
 from hybridbed.config.scenario import Scenario
 from hybridbed.config.servers import ServersNotReady
@@ -68,7 +68,7 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
                 "rack": a.rack,
                 "ip": a.ip,
                 "server": net.rack_server[a.rack],
-                "data_dir": str(net.state_dir_on(net.rack_server[a.rack]) / "hosts" / a.name),
+                "data_dir": str(_data_dir(net, a)),
             }
             for a in net.plan.hosts()
         ]
@@ -97,7 +97,7 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
         sockets = net.reach_from_every_server(socket_path)
         (out_dir / "workers").mkdir()
         w = scenario.workers
-        for address, host in zip(net.plan.hosts(), hosts):
+        for address in net.plan.hosts():
             node = net.net.get(address.name)
             server = net.rack_server[address.rack]
             cmd = [
@@ -107,11 +107,11 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
                 "--scheduler-socket",
                 str(sockets[server]),
                 "--host",
-                host["name"],
+                address.name,
                 "--rack",
-                str(host["rack"]),
+                str(address.rack),
                 "--ip",
-                host["ip"],
+                address.ip,
                 "--slots",
                 str(w.slots_per_host),
                 "--cores",
@@ -123,7 +123,7 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
                 "--memory-mb",
                 str(w.memory_mb_per_host),
                 "--data-dir",
-                host["data_dir"],
+                str(_data_dir(net, address)),
                 "--cgroup-roots",
                 *task_cgroups[server]["seen_from_hosts"],
                 "--cgroup-version",
@@ -134,10 +134,10 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
                 str(w.heartbeat_s),
             ]
             proc = node.popen(
-                cmd, stdout=(out_dir / "workers" / f"{host['name']}.log").open("w"), stderr=subprocess.STDOUT
+                cmd, stdout=(out_dir / "workers" / f"{address.name}.log").open("w"), stderr=subprocess.STDOUT
             )
             processes.append(proc)
-            net.record.add_process(proc.pid, f"worker {host['name']}")
+            net.record.add_process(proc.pid, f"worker {address.name}")
         code = _follow(net, scheduler, out_dir, scenario, monitor, on_progress)
         if code != 0:
             raise RunFailed(f"the scheduler exited with status {code}; see {out_dir / 'scheduler.log'}")
@@ -160,6 +160,11 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
             if status == "interrupted":  # the scheduler, stopped by SIGTERM, could only say it failed
                 mark_status(out_dir, status)
     return json.loads((out_dir / "summary.json").read_text())
+
+
+def _data_dir(net: HybridNetwork, address: HostAddress) -> Path:
+    """Where the host's agent keeps its input blocks and map outputs: on the server that holds its rack."""
+    return net.state_dir_on(net.rack_server[address.rack]) / "hosts" / address.name
 
 
 def _stop(processes: list[subprocess.Popen], grace_s: float) -> None:
