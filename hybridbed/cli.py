@@ -323,6 +323,7 @@ def _fidelity_line(verdict: str, reasons: list[str]) -> str:
 def cmd_compare(args: argparse.Namespace) -> int:
     from hybridbed.experiments.comparison import compare, default_setups
     from hybridbed.experiments.scenarios import available_setups
+    from hybridbed.results.comparison_table import comparison_json
     from hybridbed.workloads.bounds import makespan_lower_bounds
     from hybridbed.workloads.build import build_workload
 
@@ -356,16 +357,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     finally:
         status.stop()
     if args.json:
-        print(
-            json.dumps(
-                {
-                    row["setup"]: {k: v for k, v in row.items() if k != "setup"}
-                    for row in table.to_dict(orient="records")
-                },
-                indent=2,
-                default=str,
-            )
-        )
+        print(comparison_json(table))
     else:
         _print_comparison(table, scenario.compare_baseline, f"{scenario.name}: {jobs} jobs ({scenario.backend})")
         console.print(f"table (comparison_table.md, .csv; comparison.csv has every column) and plots in {out}")

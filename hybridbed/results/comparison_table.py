@@ -6,6 +6,7 @@ comparison_table.md.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,3 +119,11 @@ def write_comparison_table(table: pd.DataFrame, baseline: str, out_dir: Path) ->
         view.to_markdown(tablefmt="github") + "\n\n" + LEGEND.format(baseline=baseline) + "\n" + notes + "\n"
     )
     return view
+
+
+def comparison_json(table: pd.DataFrame) -> str:
+    """comparison.csv as one strict JSON object keyed by setup: a measure a setup has no value for (a failed
+    setup's, or a share of nothing) is null, never NaN, which JSON does not have."""
+    known = table.astype(object).where(table.notna(), None)
+    rows = {row.pop("setup"): row for row in known.to_dict(orient="records")}
+    return json.dumps(rows, indent=2, default=str, allow_nan=False)

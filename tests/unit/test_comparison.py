@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -13,7 +14,7 @@ from hybridbed.cli import _print_comparison
 from hybridbed.config.validation import SpecError
 from hybridbed.experiments.comparison import COLUMNS, default_setups, setup_scenario
 from hybridbed.experiments.scenarios import load_scenario
-from hybridbed.results.comparison_table import comparison_table, write_comparison_table
+from hybridbed.results.comparison_table import comparison_json, comparison_table, write_comparison_table
 from hybridbed.results.plots import plot_comparison
 from hybridbed.workloads.build import build_workload
 
@@ -132,3 +133,13 @@ def test_the_printed_comparison_fits_80_columns_with_every_name_whole(tmp_path):
     markdown = (tmp_path / "comparison_table.md").read_text()
     assert "| makespan s (x base)" in markdown and "ratio to the baseline setup (fair)" in markdown
     assert pd.read_csv(tmp_path / "comparison_table.csv", index_col="measure").shape == view.shape
+
+
+def test_the_json_comparison_is_strict_json_with_null_for_what_a_setup_lacks():
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} is not JSON")
+
+    rows = json.loads(comparison_json(wide_table()), parse_constant=refuse)
+    assert list(rows) == ["fair", "corral", "jobpacker", "f-eps"]
+    assert rows["f-eps"]["makespan_s"] is None and rows["f-eps"]["status"].startswith("failed")
+    assert rows["jobpacker"]["makespan_s"] == 35.0 and rows["fair"]["preemptions"] == 0  # numbers stay numbers
