@@ -162,7 +162,8 @@ def test_the_command_prints_the_table_as_json_and_resumes_from_its_directory(tmp
 def test_every_shipped_grid_plans_against_the_scenario_its_command_names(grid):
     commands = [line for line in grid.read_text().splitlines() if "hybridbed sweep" in line]
     assert len(commands) == 1, "a grid says how to run it"
-    _, _, scenario, flag, named_grid = commands[0].split("#", 1)[1].split()
+    _, _, scenario, flag, named_grid, *options = commands[0].split("#", 1)[1].split()
     assert flag == "--grid" and named_grid == f"sweeps/{grid.name}"
+    assert options in ([], ["--backend", "simulation"])  # an emulated scenario's grid says it runs simulated
     sweep = plan_sweep(read_scenario(QUICKSTART.parents[1] / scenario), read_grid(grid), None, None)
     assert len(sweep.points) >= 4
