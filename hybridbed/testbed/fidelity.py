@@ -130,7 +130,7 @@ def run_check(
         hosts_per_rack=fabric.hosts_per_rack,
         racks_per_server=net.racks_per_server(),
         datapath=net.datapath,
-        userspace_tso=fabric.userspace_tso and net.datapath == "user",
+        userspace_tso=net.userspace_tso,
         eps_goodput_ratio=eps.mbps / eps_expected,
         ocs_goodput_ratio=ocs_ratio,
         all_to_all_eps_goodput_ratio=a2a_eps_ratio,

@@ -162,7 +162,7 @@ class HybridNetwork:
         t0 = time.monotonic()
         self._stopping.clear()
         addresses = preflight(self.servers, self.rack_server) if self.servers else []  # before anything is built
-        self.local = ServerRun(self.fabric.userspace_tso and self.datapath == "user")  # watched from here on
+        self.local = ServerRun(self.userspace_tso)  # watched from here on
         self.record_id = self.local.run_id
         try:
             self._isolate(addresses)
@@ -198,7 +198,7 @@ class HybridNetwork:
                 part_id = f"{self.run_id}s{server.index}"
                 part = {"server": spec.model_dump(mode="json"), "address": ip, "run_id": part_id}
                 self.local.record.set(remote_parts=[*self.local.record.manifest.remote_parts, part])
-                remote.start(part_id, server.there, self.host_mtu, self._userspace_tso)
+                remote.start(part_id, server.there, self.host_mtu, self.userspace_tso)
                 here += server.here
         self.local.start(here, self.host_mtu)
         for key, value in self.local.ovs_environment().items():  # Mininet's ovs-vsctl calls inherit the environment
@@ -316,7 +316,7 @@ class HybridNetwork:
         switch queue full (shaping.py), primed by a frame to the first host of the first rack it holds."""
         if self.datapath != "user":
             return
-        nbytes = datapath_send_buffer_bytes(shaped_ports(self.fabric), self._userspace_tso)
+        nbytes = datapath_send_buffer_bytes(shaped_ports(self.fabric), self.userspace_tso)
         for server in range(len(self.remotes) + 1):
             host = self.plan.host(self.rack_server.index(server), 0)
             bridge = self.plan.tor_name(host.rack)
@@ -343,13 +343,14 @@ class HybridNetwork:
             subprocess.run(["ovs-vsctl", *commands], check=True, capture_output=True)
 
     @property
-    def _userspace_tso(self) -> bool:
+    def userspace_tso(self) -> bool:
+        """Whether the run's switches segment TCP in software: asked for, and only the userspace datapath can."""
         return self.fabric.userspace_tso and self.datapath == "user"
 
     def _configure_interfaces(self) -> None:
         """Offloads off everywhere (the userspace datapath drops TCP otherwise; with userspace TSO, receive
         offloads only), static ARP in hosts, and hosts' frames no larger than a tunnel between servers carries."""
-        offloads = OFFLOADS_WITH_TSO if self._userspace_tso else OFFLOADS_OFF
+        offloads = OFFLOADS_WITH_TSO if self.userspace_tso else OFFLOADS_OFF
         for host in self.net.hosts:
             intf = host.defaultIntf()
             neighbours = [
