@@ -14,6 +14,16 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 DEFAULT_BULK_DSCP = 10
 # Mininet's TCLink ignores (with only a log line) any rate above 1000 Mb/s, so emulation refuses larger values.
 MAX_LINK_RATE_MBPS = 1000.0
+# Every emulated switch port queues QUEUE_MS worth of full-size frames at its rate, at least MIN_QUEUE_PACKETS:
+# about what a datacenter switch port buffers (testbed/shaping.py says why not the veth's 1000 packets).
+QUEUE_MS = 10.0
+MIN_QUEUE_PACKETS = 32
+FRAME_BYTES = 1514
+
+
+def queue_packets(rate_mbps: float) -> int:
+    """The queue limit, in frames, of a switch port shaped to `rate_mbps`."""
+    return max(MIN_QUEUE_PACKETS, int(rate_mbps * 1e6 / 8 * QUEUE_MS / 1000 / FRAME_BYTES))
 
 
 class FabricSpec(BaseModel):

@@ -5,8 +5,8 @@ interface has exactly one class, so the quantum does not affect sharing; one MTU
 
 HTB's leaf queue otherwise defaults to the veth's txqueuelen (1000 packets): 1.2 s at 10 Mb/s, longer
 than TCP's minimum retransmission timeout, so competing flows time out and the link runs underused.
-Each link instead queues QUEUE_MS worth of full-size frames at its rate (at least MIN_QUEUE_PACKETS),
-about what a datacenter switch port buffers.
+Each link instead queues `config.fabric.queue_packets` frames (10 ms at its rate, at least 32), about what a
+datacenter switch port buffers.
 
 Open vSwitch's userspace datapath sends every packet, on every port, through one packet socket, and a frame
 waiting in a port's queue counts against that socket's send buffer until the link carries it. With the
@@ -25,12 +25,7 @@ from dataclasses import dataclass
 from mininet.link import TCIntf, TCLink
 
 from hybridbed.config.addressing import FabricPlan
-from hybridbed.config.fabric import FabricSpec
-
-QUEUE_MS = 10.0
-MIN_QUEUE_PACKETS = 32
-FRAME_BYTES = 1514
-
+from hybridbed.config.fabric import FRAME_BYTES, FabricSpec, queue_packets
 
 BURST_MS = 1.0
 MIN_BURST_BYTES = 2 * FRAME_BYTES
@@ -68,10 +63,6 @@ def shaped_ports(fabric: FabricSpec) -> list[ShapedPort]:
             ports.append(ShapedPort(f"{tor}-eth{plan.tor_ocs_port(k)}", "tor-ocs", fabric.ocs_rate_mbps))
             ports.append(ShapedPort(f"ocs-eth{plan.ocs_port(rack, k)}", "tor-ocs", fabric.ocs_rate_mbps))
     return ports
-
-
-def queue_packets(rate_mbps: float) -> int:
-    return max(MIN_QUEUE_PACKETS, int(rate_mbps * 1e6 / 8 * QUEUE_MS / 1000 / FRAME_BYTES))
 
 
 def burst_bytes(rate_mbps: float) -> int:

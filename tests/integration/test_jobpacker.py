@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from hybridbed.testbed.shaping import FRAME_BYTES
+from hybridbed.config.fabric import FRAME_BYTES
 
 MB = 1_000_000
 

@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from hybridbed.config.fabric import FabricSpec
+from hybridbed.config.fabric import FRAME_BYTES, FabricSpec, queue_packets
 from hybridbed.controller.events import OcsEvent
-from hybridbed.results.fidelity import BACKLOG_MIN_BYTES, fidelity_summary
+from hybridbed.results.fidelity import BACKLOG_QUEUE_SHARE, fidelity_summary
 from hybridbed.testbed.fidelity_monitor import parse_net_dev, parse_qdiscs, read_tcp_counters, tcp_counters
 from hybridbed.testbed.ovs import unbound_packet_sockets
-from hybridbed.testbed.shaping import FRAME_TRUESIZE_BYTES, datapath_send_buffer_bytes, queue_packets, shaped_ports
+from hybridbed.testbed.shaping import FRAME_TRUESIZE_BYTES, datapath_send_buffer_bytes, shaped_ports
 
-QUEUE = 4 * BACKLOG_MIN_BYTES
+LIMIT = queue_packets(2.0) * FRAME_BYTES  # the sampled links' queue limit (2 Mb/s: 32 frames)
+QUEUE = LIMIT // 2
 
 
 def samples(
@@ -80,6 +81,11 @@ def test_too_few_backlogged_intervals_are_not_judged_and_short_queues_are_not_ba
     assert few["verdict"] == "ok" and few["links"]["host"]["backlogged_intervals"] == 9
     passing = fidelity_summary(samples({"host": [0.3]}, cpu=[40.0] * 20, queue=1514), events([]), None)
     assert passing["links"]["host"]["backlogged_intervals"] == 0  # one packet caught in passing
+    standing = int(BACKLOG_QUEUE_SHARE * LIMIT)
+    burst = fidelity_summary(samples({"host": [0.3]}, cpu=[40.0] * 20, queue=standing - 1), events([]), None)
+    assert burst["verdict"] == "ok" and burst["links"]["host"]["backlogged_intervals"] == 0  # a sender's burst
+    stood = fidelity_summary(samples({"host": [0.3]}, cpu=[40.0] * 20, queue=standing), events([]), None)
+    assert stood["verdict"] == "invalid" and stood["links"]["host"]["backlogged_intervals"] == 20
 
 
 def test_a_busy_machine_and_late_circuits_are_named():
