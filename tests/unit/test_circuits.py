@@ -1,7 +1,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from hybridbed.controller import circuits
 from hybridbed.controller.circuits import (
     Circuit,
     ConfigurationError,
@@ -9,6 +12,7 @@ from hybridbed.controller.circuits import (
     circuit_moves,
     elephant_demand,
     max_weight_configuration,
+    max_weight_matching,
     parse_configuration,
     parse_demand,
 )
@@ -26,6 +30,29 @@ def test_matching_maximises_total_weight_not_greedy_choice():
     demand = {(0, 1): 5.0, (0, 2): 4.0, (2, 1): 4.0}
     config = max_weight_configuration(demand, ports_per_tor=1)
     assert {(c.src_rack, c.dst_rack) for c in config} == {(0, 2), (2, 1)}
+
+
+RACKS = 6
+PAIRS = [(a, b) for a in range(RACKS) for b in range(RACKS) if a != b]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from(PAIRS), st.integers(1, 4) | st.floats(1e6, 1e10), max_size=len(PAIRS)),
+)
+def test_the_matching_is_the_one_edmonds_algorithm_gives(demand):
+    # small integers make ties (networkx chooses among them), floats unique optima (the assignment solver's)
+    assert max_weight_matching(demand) == circuits._blossom_matching(demand)
+
+
+def test_a_unique_best_matching_is_found_without_the_blossom_algorithm_and_ties_go_to_it(monkeypatch):
+    unique = {(0, 1): 5.0, (0, 2): 4.0, (2, 1): 4.0}
+    tied = {(0, 1): 1.0, (1, 0): 1.0, (0, 2): 1.0, (2, 0): 1.0}  # any sender 0 pair with any receiver 0 pair: 2
+    expected = {name: circuits._blossom_matching(demand) for name, demand in (("unique", unique), ("tied", tied))}
+    asked = []
+    monkeypatch.setattr(circuits, "_blossom_matching", lambda demand: asked.append(demand) or expected["tied"])
+    assert max_weight_matching(unique) == expected["unique"] == [(0, 2), (2, 1)] and asked == []
+    assert max_weight_matching(tied) == expected["tied"] and asked == [tied]
 
 
 def test_threshold_drops_mice_and_the_diagonal():
