@@ -25,7 +25,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -398,15 +398,19 @@ class Simulation:
         if fetches.task.task_id in self._paused:
             return
         task = fetches.task
-        for connection in fetches.plan.open(
-            _DarkElephantHosts(self.cluster.rack_of, self.ocs.lit, fetches, self._passed_over)
-            if self.elephants_wait
-            else ()
-        ):
-            size = sum(fetches.sizes[source] for source in connection.sources)
+        for connection in fetches.plan.open(self._dark_elephant_hosts(fetches)):
+            size = sum(map(fetches.sizes.__getitem__, connection.sources))
             flow = Flow("shuffle", task, fetches.attempt, connection, connection.host, task.host, size, self.now)
             flow.elephant = any(source in fetches.elephants for source in connection.sources)
             self._start_flow(flow)
+
+    def _dark_elephant_hosts(self, fetches: ReduceFetches) -> Container[str]:
+        """The map hosts the reducer's fetchers pass over now: in elephants_wait mode, those behind a dark pair
+        of its elephant outputs (none to ask about, most often: a reducer with no elephant, or all of them lit)."""
+        if not self.elephants_wait or not fetches.elephant_racks:
+            return ()
+        hosts = _DarkElephantHosts(self.cluster.rack_of, self.ocs.lit, fetches, self._passed_over)
+        return hosts if hosts.dark else ()
 
     def _hold_shuffle_rate(self, fetches: ReduceFetches) -> None:
         """Give the reducer's connections the link they share at its rate now (or none, uncapped)."""
@@ -530,7 +534,7 @@ class Simulation:
             b, sizes = rack_of[str(fetches.task.host)], fetches.sizes
             for host, sources in fetches.plan.waiting():
                 if (a := rack_of[host]) in racks:
-                    passed_over[a, b] = passed_over.get((a, b), 0.0) + sum(sizes[source] for source in sources)
+                    passed_over[a, b] = passed_over.get((a, b), 0.0) + sum(map(sizes.__getitem__, sources))
         for pair in list(self._passed_over):
             if passed_over.get(pair, 0.0) > 0:
                 waiting[pair] = waiting.get(pair, 0.0) + passed_over[pair]
