@@ -406,7 +406,8 @@ class Simulation:
 
     def _dark_elephant_hosts(self, fetches: ReduceFetches) -> Container[str]:
         """The map hosts the reducer's fetchers pass over now: in elephants_wait mode, those behind a dark pair
-        of its elephant outputs (none to ask about, most often: a reducer with no elephant, or all of them lit)."""
+        of its elephant outputs (none to ask about when it has no elephant outputs or all their racks are lit:
+        a third of the calls in a paper-scale Fair run)."""
         if not self.elephants_wait or not fetches.elephant_racks:
             return ()
         hosts = _DarkElephantHosts(self.cluster.rack_of, self.ocs.lit, fetches, self._passed_over)
