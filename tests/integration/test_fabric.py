@@ -98,12 +98,17 @@ def test_the_datapath_loses_no_packet_behind_the_shaped_queues_under_all_to_all_
     assert lost <= DATAPATH_LOSS_WARN_SHARE * received, f"{lost} of {received} packets lost in the datapath"
 
 
+# The userspace datapath applies a flow-mod to packets in flight once its revalidators have updated the flows
+# it has cached, which moves either end of a delivery gap by up to a few milliseconds now and then (the most
+# seen: a 50 ms gap measured at 46.7 ms in a CI run; docs/network.md, "OCS delivery gap").
+DATAPATH_LAG_MS = 5.0
+
+
 def test_reconfiguration_gap_is_the_configured_delay(clean_circuits):
     gap_s, event = probes.reconfiguration_gap(clean_circuits)
     assert event.dark_until - event.dark_from >= RECONFIG_DELAY_MS / 1000
-    # the gap runs from one switch applying the unsteering to another applying the steering: each end jitters
-    # by a fraction of a millisecond around the configured delay
-    assert RECONFIG_DELAY_MS - 1 <= gap_s * 1000 <= RECONFIG_DELAY_MS + 15
+    # the gap runs from one switch applying the unsteering to another applying the steering
+    assert RECONFIG_DELAY_MS - DATAPATH_LAG_MS <= gap_s * 1000 <= RECONFIG_DELAY_MS + 15
 
 
 def test_flow_moved_to_the_eps_during_reconfiguration_keeps_going(clean_circuits):
