@@ -22,6 +22,8 @@ from hybridbed.config.validation import SpecError, parse_spec
 if TYPE_CHECKING:  # pandas loads only for the commands that use it
     import pandas as pd
 
+    from hybridbed.results.progress import Progress as RunProgress
+
 console = Console(stderr=True)
 
 
@@ -322,6 +324,7 @@ def _fidelity_line(verdict: str, reasons: list[str]) -> str:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from hybridbed.experiments.comparison import compare, default_setups
+    from hybridbed.experiments.process_pool import check_workers, default_workers
     from hybridbed.experiments.scenarios import available_setups
     from hybridbed.results.comparison_table import comparison_json
     from hybridbed.workloads.bounds import makespan_lower_bounds
@@ -332,25 +335,29 @@ def cmd_compare(args: argparse.Namespace) -> int:
     unknown = [s for s in setups if s not in available_setups()]
     if unknown:
         raise SpecError(f"--policies: unknown {', '.join(unknown)}; available: {', '.join(available_setups())}")
+    workers = min(len(setups), args.workers if args.workers is not None else default_workers(scenario.backend))
+    check_workers(workers, scenario.backend)
     out = _results_dir(args.out, f"{scenario.name}-compare")
     jobs = len(build_workload(scenario))
     _terminate_on_sigterm()
+    where = "one after another" if workers == 1 else f"{workers} at a time"
     console.print(
-        f"[bold]{scenario.name}[/bold]: {jobs} jobs under {', '.join(setups)}, one after another "
-        f"({scenario.backend}) -> {out}"
+        f"[bold]{scenario.name}[/bold]: {jobs} jobs under {', '.join(setups)}, {where} ({scenario.backend}) -> {out}"
     )
     console.print(_bounds_line(makespan_lower_bounds(scenario)))
     status = console.status("")
     status.start()
+    running: dict[str, str] = {}  # the setups under way -> their progress, in the order they started
+
+    def tell(setup: str, p: RunProgress | None) -> None:
+        if p is None:
+            running.pop(setup, None)
+        else:
+            running[setup] = f"{setup}: {p.jobs_done}/{p.jobs_total} jobs, workload at {p.elapsed_s:.0f} s"
+        status.update("; ".join(running.values()))
+
     try:
-        table = compare(
-            scenario,
-            setups,
-            out,
-            lambda setup, p: status.update(
-                f"{setup}: {p.jobs_done}/{p.jobs_total} jobs, workload at {p.elapsed_s:.0f} s, {p.running_tasks} tasks running"
-            ),
-        )
+        table = compare(scenario, setups, out, tell, workers)
     except KeyboardInterrupt:
         console.print(f"[red]interrupted[/red]; partial results in {out}")
         return 130
@@ -377,6 +384,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hybridbed.config.scenario import read_scenario
+    from hybridbed.experiments.process_pool import default_workers
     from hybridbed.experiments.sweep import SweepPoint, plan_sweep, read_grid, run_sweep, validate_execution
 
     grid = read_grid(Path(args.grid))
@@ -384,7 +392,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     sweep = plan_sweep(data, grid, args.policies.split(",") if args.policies else None, _seeds(args.seeds))
     if sweep.backend == "emulation" and os.geteuid() != 0:
         raise NeedsRoot
-    workers = args.workers if args.workers is not None else 1 if sweep.backend == "emulation" else os.cpu_count() or 1
+    workers = args.workers if args.workers is not None else default_workers(sweep.backend)
     validate_execution(sweep, workers, args.dask)
     out = Path(args.out) if args.out else Path("results") / f"{sweep.name}-sweep-{Path(args.grid).stem}"
     where = f"Dask at {args.dask}" if args.dask else f"{workers} process(es)"
@@ -570,6 +578,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--out", help="results directory (default results/<scenario>-compare-<time>)")
     compare.add_argument("--json", action="store_true", help="print one JSON object keyed by setup")
     compare.add_argument("--backend", choices=["emulation", "simulation"], help="override the scenario's backend")
+    compare.add_argument(
+        "--workers", type=int, help="simulated setups at once (default: one per CPU; emulated setups run one at a time)"
+    )
     compare.set_defaults(func=cmd_compare)
 
     sweep = sub.add_parser("sweep", help="run a scenario over a grid of field values, setups and seeds")

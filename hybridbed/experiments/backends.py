@@ -30,6 +30,15 @@ def run_backend(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progre
     return summary
 
 
+def run_to_summary(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progress], None] | None = None) -> dict:
+    """`run_backend`, where a failed run gives a summary whose status says why (its partial results stay in
+    out_dir): for comparisons and sweeps, which go on with their other runs."""
+    try:
+        return run_backend(scenario, out_dir, on_progress)
+    except RunFailed as err:
+        return {"status": f"failed: {err}"}
+
+
 def _run_on_backend(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progress], None] | None) -> dict:
     if scenario.backend == "simulation":
         from hybridbed.experiments.simulated import run_simulation

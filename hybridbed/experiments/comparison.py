@@ -1,5 +1,6 @@
 """Comparing scheduling setups on one workload: every setup runs the same scenario (same jobs, same
-seed) one after another; one table and one set of plots come out.
+seed), one after another or, simulated, side by side on a process pool; one table and one set of plots come
+out.
 
 A setup is a registered policy on the scenario's network, or `f-eps`: Fair on the EPS-only variant
 with uplinks at the OCS rate (the JobPacker paper's F-EPS baseline). Fair on the hybrid network with
@@ -9,23 +10,27 @@ the scenario's `compare_baseline` (default fair, F-Hybrid; BFS, Tez's order, for
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from hybridbed.config.scenario import F_EPS, Scenario
-from hybridbed.experiments.backends import run_backend
-from hybridbed.experiments.run_failed import RunFailed
+from hybridbed.experiments.backends import run_to_summary
+from hybridbed.experiments.process_pool import check_workers, process_pool
 from hybridbed.experiments.scenarios import available_setups
 from hybridbed.results.comparison_table import write_comparison_table
 from hybridbed.results.plots import plot_comparison
-from hybridbed.results.progress import Progress
+from hybridbed.results.progress import Progress, read_progress, write_progress
 from hybridbed.results.timeline_plots import plot_comparison_timelines
 
 F_EPS_POLICY = "fair"
 PAPER_SETUPS = ("fair", "corral", "jobpacker", F_EPS)
+# told each setup's progress as its run goes, and None when its run has ended
+OnProgress = Callable[[str, Progress | None], None]
+PROGRESS_POLL_S = 0.5  # how often a comparison on a process pool reads its runs' progress
 RELATIVE = {"makespan_vs_baseline": "makespan_s", "jct_median_vs_baseline": "jct_median_s"}
 COLUMNS = [
     "setup",
@@ -73,7 +78,7 @@ def setup_scenario(scenario: Scenario, setup: str) -> Scenario:
     return Scenario.model_validate(data)
 
 
-def _progress_of(setup: str, on_progress: Callable[[str, Progress], None] | None) -> Callable[[Progress], None] | None:
+def _progress_of(setup: str, on_progress: OnProgress | None) -> Callable[[Progress], None] | None:
     """One setup's progress, told with the setup's name."""
     if on_progress is None:
         return None
@@ -113,26 +118,72 @@ def add_relative_columns(table: pd.DataFrame, baseline: str, group: list[str] | 
 
 
 def compare(
-    scenario: Scenario, setups: list[str], out_dir: Path, on_progress: Callable[[str, Progress], None] | None = None
+    scenario: Scenario,
+    setups: list[str],
+    out_dir: Path,
+    on_progress: OnProgress | None = None,
+    workers: int = 1,
 ) -> pd.DataFrame:
-    """Run every setup into out_dir/<setup>; write comparison.csv (a row per setup), comparison_table.csv and .md
-    (a row per measure), the plots and timelines.png (the setups' timelines side by side); return comparison.csv's
-    table.
+    """Run every setup into out_dir/<setup>, one after another or, simulated, `workers` at a time on a process
+    pool; write comparison.csv (a row per setup), comparison_table.csv and .md (a row per measure), the plots and
+    timelines.png (the setups' timelines side by side); return comparison.csv's table.
     A setup that fails is recorded as failed and the others still run."""
+    check_workers(workers, scenario.backend)
     out_dir.mkdir(parents=True, exist_ok=False)
-    rows, jcts = [], {}
-    for setup in setups:
-        run_dir = out_dir / setup
-        try:
-            summary = run_backend(setup_scenario(scenario, setup), run_dir, _progress_of(setup, on_progress))
-        except RunFailed as err:
-            summary = {"status": f"failed: {err}"}
-        rows.append(result_row(setup, summary))
-        if (run_dir / "jobs.csv").exists():
-            jcts[setup] = pd.read_csv(run_dir / "jobs.csv")["jct_s"]
+    if workers > 1 and len(setups) > 1:
+        summaries = dict(_run_on_pool(scenario, setups, out_dir, on_progress, workers))
+    else:
+        summaries = dict(_run_one_by_one(scenario, setups, out_dir, on_progress))
+    rows = [result_row(setup, summaries[setup]) for setup in setups]
+    jcts = {s: pd.read_csv(out_dir / s / "jobs.csv")["jct_s"] for s in setups if (out_dir / s / "jobs.csv").exists()}
     table = add_relative_columns(pd.DataFrame(rows), scenario.compare_baseline)[COLUMNS]
     table.to_csv(out_dir / "comparison.csv", index=False)
     write_comparison_table(table, scenario.compare_baseline, out_dir)
     plot_comparison(table, jcts, out_dir)
     plot_comparison_timelines(out_dir, setups)
     return table
+
+
+def _run_one_by_one(
+    scenario: Scenario, setups: list[str], out_dir: Path, on_progress: OnProgress | None
+) -> Iterator[tuple[str, dict]]:
+    """Each setup's summary, the runs one after another in this process."""
+    for setup in setups:
+        summary = run_to_summary(setup_scenario(scenario, setup), out_dir / setup, _progress_of(setup, on_progress))
+        if on_progress:
+            on_progress(setup, None)
+        yield setup, summary
+
+
+def _run_in_worker(scenario: Scenario, run_dir: Path) -> dict:
+    """`run_to_summary` in a pool's process, telling its progress through run_dir/progress.json."""
+    return run_to_summary(scenario, run_dir, lambda progress: write_progress(run_dir, progress))
+
+
+def _run_on_pool(
+    scenario: Scenario,
+    setups: list[str],
+    out_dir: Path,
+    on_progress: OnProgress | None,
+    workers: int,
+) -> Iterator[tuple[str, dict]]:
+    """Each setup's summary as its run ends, the runs `workers` at a time; their progress read from their
+    progress.json meanwhile. A worker process that dies fails its setup."""
+    with process_pool(min(workers, len(setups))) as pool:
+        futures = {
+            pool.submit(_run_in_worker, setup_scenario(scenario, setup), out_dir / setup): setup for setup in setups
+        }
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=PROGRESS_POLL_S, return_when=FIRST_COMPLETED)
+            for future in pending:
+                if on_progress and (progress := read_progress(out_dir / futures[future])) is not None:
+                    on_progress(futures[future], progress)
+            for future in done:
+                try:
+                    summary = future.result()
+                except Exception as err:  # the worker process was lost: the setup failed, the others go on
+                    summary = {"status": f"failed: worker lost: {err}"}
+                if on_progress:
+                    on_progress(futures[future], None)
+                yield futures[future], summary

@@ -15,9 +15,8 @@ import copy
 import hashlib
 import itertools
 import json
-import multiprocessing
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,9 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hybridbed.config.scenario import Scenario, apply_overrides, read_yaml_mapping
 from hybridbed.config.validation import SpecError, parse_spec
-from hybridbed.experiments.backends import run_backend
+from hybridbed.experiments.backends import run_to_summary
 from hybridbed.experiments.comparison import COLUMNS, add_relative_columns, default_setups, result_row, setup_scenario
-from hybridbed.experiments.run_failed import RunFailed
+from hybridbed.experiments.process_pool import check_workers, process_pool
 from hybridbed.experiments.scenarios import available_setups, validate_scenario
 from hybridbed.results.sweep_plots import plot_sweep
 
@@ -151,11 +150,7 @@ def plan_sweep(scenario_data: dict, grid: SweepGrid, setups: list[str] | None, s
 def run_point(scenario_data: dict, point: SweepPoint, run_dir: str) -> dict:
     """Run one point into run_dir and return its sweep.csv row; a failed run gives a row saying so. Runs in a
     pool's or a Dask worker's process, so it takes and returns plain data."""
-    try:
-        summary = run_backend(point_scenario(scenario_data, point), Path(run_dir))
-    except RunFailed as err:
-        summary = {"status": f"failed: {err}"}
-    return point.row(result_row(point.setup, summary))
+    return point.row(result_row(point.setup, run_to_summary(point_scenario(scenario_data, point), Path(run_dir))))
 
 
 def _done_row(point: SweepPoint, run_dir: Path) -> dict | None:
@@ -235,17 +230,6 @@ def _dask_executor(address: str) -> Iterator[Executor]:
         yield client.get_executor()
 
 
-@contextmanager
-def _pool_executor(workers: int) -> Iterator[Executor]:
-    # spawn: a forked child would inherit this process's threads (the progress display) mid-state
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        try:
-            yield pool
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-
-
 def _run_on(executor: Executor, sweep: Sweep, todo: list[SweepPoint], runs: Path) -> Iterator[tuple[SweepPoint, dict]]:
     """Submit every point, yield each row as its run ends (in any order); a worker that dies fails its point."""
     futures = {executor.submit(run_point, sweep.scenario_data, p, str(runs / p.name)): p for p in todo}
@@ -264,12 +248,11 @@ def _run_here(sweep: Sweep, todo: list[SweepPoint], runs: Path) -> Iterator[tupl
 
 
 def validate_execution(sweep: Sweep, workers: int, dask: str | None) -> None:
-    if workers < 1:
-        raise SpecError(f"--workers: at least 1 (got {workers})")
-    if sweep.backend == "emulation" and (workers > 1 or dask):
+    check_workers(workers, sweep.backend)
+    if sweep.backend == "emulation" and dask:
         raise SpecError(
-            "--workers/--dask: an emulated sweep runs its points one at a time on this machine (each emulation "
-            "needs its CPUs and builds its network here); use the simulation backend to run points in parallel"
+            "--dask: an emulated sweep runs its points one at a time on this machine (each emulation needs its "
+            "CPUs and builds its network here); use the simulation backend to run points on Dask"
         )
 
 
@@ -322,7 +305,7 @@ def _execution(
         with _dask_executor(dask) as executor:
             yield _run_on(executor, sweep, todo, runs)
     elif workers > 1 and len(todo) > 1:
-        with _pool_executor(min(workers, len(todo))) as pool:
+        with process_pool(min(workers, len(todo))) as pool:
             yield _run_on(pool, sweep, todo, runs)
     else:
         yield _run_here(sweep, todo, runs)

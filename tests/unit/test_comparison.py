@@ -82,6 +82,33 @@ def test_a_simulated_comparison_reads_back_as_dataframes(tmp_path):
         load(tmp_path / "cmp")
 
 
+def test_a_simulated_comparison_on_a_process_pool_gives_the_same_table_as_one_after_another(tmp_path):
+    from hybridbed.experiments.comparison import compare
+
+    scenario = load_scenario(QUICKSTART, {"backend": "simulation", "workload.jobs": 6})
+    setups = ["fair", "corral", "jobpacker", "f-eps"]
+    told: list[tuple[str, object]] = []
+    in_turn = compare(scenario, setups, tmp_path / "in-turn")
+    pooled = compare(scenario, setups, tmp_path / "pool", lambda setup, p: told.append((setup, p)), workers=2)
+    pd.testing.assert_frame_equal(pooled, in_turn)
+    assert list(pooled.setup) == setups and (pooled.status == "done").all()
+    assert len(set(pooled.makespan_s)) > 1  # the setups differ: the rows are not one run's repeated
+    assert sorted(setup for setup, p in told if p is None) == sorted(setups)  # each run's end told once
+    assert all(p.jobs_total == 6 for _, p in told if p is not None)
+    for setup in setups:
+        assert json.loads((tmp_path / "pool" / setup / "summary.json").read_text())["status"] == "done"
+
+
+def test_an_emulated_comparison_runs_one_setup_at_a_time(tmp_path):
+    from hybridbed.experiments.comparison import compare
+
+    with pytest.raises(SpecError, match="--workers: emulated runs go one at a time"):
+        compare(load_scenario(QUICKSTART), ["fair", "jobpacker"], tmp_path / "cmp", workers=2)
+    with pytest.raises(SpecError, match="--workers: at least 1"):
+        compare(load_scenario(QUICKSTART, {"backend": "simulation"}), ["fair"], tmp_path / "cmp", workers=0)
+    assert not (tmp_path / "cmp").exists()
+
+
 def wide_table() -> pd.DataFrame:
     """comparison.csv's shape: the papers' four setups, one of which failed before it measured anything."""
     rows = [
