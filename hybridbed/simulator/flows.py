@@ -21,7 +21,7 @@ import numpy as np
 from hybridbed.controller.circuits import Circuit
 from hybridbed.scheduler.model import Task
 from hybridbed.simulator.fabric import FabricLinks
-from hybridbed.simulator.fairshare import RateSolver, link_loads
+from hybridbed.simulator.fairshare import LINK_INDEX, RateSolver, link_loads
 from hybridbed.simulator.relaxed_rates import RelaxedMaxMin
 from hybridbed.workers.shuffle import Connection
 
@@ -80,7 +80,7 @@ class FlowTable:
         self._class_of: dict[tuple, int] = {}
         self._class_keys: list[tuple | None] = []
         self._free_classes: list[int] = []
-        self.class_paths = np.full((0, links.path_links), links.none, dtype=np.int64)
+        self.class_paths = np.full((0, links.path_links), links.none, dtype=LINK_INDEX)
         self.class_cap = np.zeros(0)
         self.class_count = np.zeros(0)  # flows per class (a float: the rate computation's weights)
         self.class_rate = np.zeros(0)
@@ -124,7 +124,7 @@ class FlowTable:
                 if cid == len(self.class_cap):
                     size = max(1024, 2 * cid)
                     self.class_paths = np.concatenate(
-                        [self.class_paths, np.full((size - cid, self.links.path_links), self.links.none)]
+                        [self.class_paths, np.full((size - cid, self.links.path_links), self.links.none, LINK_INDEX)]
                     )
                     for name in ("class_cap", "class_count", "class_rate"):
                         old = getattr(self, name)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from hybridbed.simulator.fairshare import RELATIVE_TOLERANCE, link_loads, max_min_rates, solver_arrays
+from hybridbed.simulator.fairshare import LINK_INDEX, RELATIVE_TOLERANCE, link_loads, max_min_rates, solver_arrays
 
 KEPT_LOAD = 0.5  # a link loaded to this share of its capacity stays in the relaxation (speed only: exact either way)
 SHRINK_EVERY = 32  # computations between drops of the links loaded below KEPT_LOAD
@@ -50,7 +50,7 @@ class RelaxedMaxMin:
         self._toggled = np.zeros(0, dtype=np.bool_)  # links kept or dropped since the classes were merged
         self._row_of = np.zeros(0, dtype=np.int64)  # each class's merged row (-1: none)
         self._table = np.zeros(0, dtype=np.int64)  # hash table: (path over the kept links, cap) -> row
-        self._rows = (np.zeros((0, 0), dtype=np.int64), np.zeros(0))  # rows' paths over the kept links, caps
+        self._rows = (np.zeros((0, 0), dtype=LINK_INDEX), np.zeros(0))  # rows' paths over the kept links, caps
         self._row_count = 0
         self._reset_rows(1024, 0)
         self._bypass = 0  # computations left to run without the relaxation
@@ -155,7 +155,7 @@ class RelaxedMaxMin:
     def _reset_rows(self, capacity: int, hops: int) -> None:
         """No merged rows, no class merged: room for `capacity` rows."""
         self._table = np.full(1 << (2 * capacity - 1).bit_length(), -1, dtype=np.int64)
-        self._rows = (np.empty((capacity, hops), dtype=np.int64), np.empty(capacity))
+        self._rows = (np.empty((capacity, hops), dtype=LINK_INDEX), np.empty(capacity))
         self._row_count = 0
         self._row_of[:] = -1
         self._regroup_all = True
@@ -168,7 +168,7 @@ def _merge(paths, caps, dirty, kept, pad, row_of, table, rows, count):  # pragma
     row_paths, row_caps = rows
     hops = paths.shape[1]
     size = table.size
-    key_path = np.empty(hops, dtype=np.int64)
+    key_path = np.empty(hops, dtype=row_paths.dtype)
     for f in dirty:
         key = _FNV_OFFSET
         for h in range(hops):
