@@ -269,6 +269,9 @@ class Simulation:
         else:
             sources = len(self.cluster.jobs[task.job_id].sources_of(task))
             fetches = self._reduces[task.task_id] = ReduceFetches(task, task.attempt, sources)
+            if self.elephants_wait:  # its waiting bytes per map rack: what a dark pair's elephants queue
+                rack_of, sizes = self.cluster.rack_of, fetches.sizes
+                fetches.plan.tally = lambda host, source: (rack_of[host], sizes[source])
             self._hold_shuffle_rate(fetches)
 
     def _compute_and_write(self, task: Task, attempt: int) -> None:
@@ -529,13 +532,12 @@ class Simulation:
             for task_id in reducers:
                 dark_racks.setdefault(task_id, set()).add(a)
         passed_over: dict[tuple[int, int], float] = {}
-        for task_id, racks in dark_racks.items():  # one pass over each reducer's waiting outputs
+        for task_id, racks in dark_racks.items():
             if (fetches := self._reduces.get(task_id)) is None:
                 continue
-            b, sizes = rack_of[str(fetches.task.host)], fetches.sizes
-            for host, sources in fetches.plan.waiting():
-                if (a := rack_of[host]) in racks:
-                    passed_over[a, b] = passed_over.get((a, b), 0.0) + sum(map(sizes.__getitem__, sources))
+            b, by_rack = rack_of[str(fetches.task.host)], fetches.plan.waiting_by_group
+            for a in racks:
+                passed_over[a, b] = passed_over.get((a, b), 0.0) + by_rack.get(a, 0)
         for pair in list(self._passed_over):
             if passed_over.get(pair, 0.0) > 0:
                 waiting[pair] = waiting.get(pair, 0.0) + passed_over[pair]

@@ -11,7 +11,7 @@ connection per map host and at most PARALLEL_FETCHES in all, however many maps i
 from __future__ import annotations
 
 import itertools
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Callable, Container, Hashable
 from dataclasses import dataclass, field
 
 from hybridbed.config.constants import PARALLEL_FETCHES
@@ -37,6 +37,10 @@ class ShuffleFetches:
     location: dict[str, str] = field(default_factory=dict)  # parent task -> the host its output is on now
     fetched: set[str] = field(default_factory=set)
     in_flight: dict[str, Connection] = field(default_factory=dict)  # host -> its open connection
+    # (host, parent task) -> (group, bytes): what `waiting_by_group` adds up (None: nothing tallied). The
+    # simulator groups hosts by rack: the bytes queued for a rack pair are the demand c-Through measures.
+    tally: Callable[[str, str], tuple[Hashable, int]] | None = None
+    waiting_by_group: dict[Hashable, int] = field(default_factory=dict)  # bytes of the outputs waiting, per group
     _waiting: dict[str, dict[str, None]] = field(default_factory=dict)  # host -> its outputs to fetch, in order
 
     def announce(self, source: str, host: str) -> None:
@@ -45,10 +49,10 @@ class ShuffleFetches:
             return
         old = self.location.get(source)
         self.location[source] = host
-        if old is not None and old != host:
-            self._waiting.get(old, {}).pop(source, None)
-        if not self._on_connection(source):
-            self._waiting.setdefault(host, {})[source] = None
+        if old is not None and old != host and source in self._waiting.get(old, ()):
+            self._unwait(old, source)
+        if not self._on_connection(source) and source not in self._waiting.get(host, ()):
+            self._wait(host, source)
 
     def open(self, backing_off: Container[str] = ()) -> list[Connection]:
         """The connections to open now: hosts with outputs waiting, no connection and not `backing_off` (after
@@ -65,19 +69,12 @@ class ShuffleFetches:
                     break
         opened = []
         for host in hosts:
-            waiting = self._waiting[host]
-            sources = tuple(itertools.islice(waiting, self.per_connection))
+            sources = tuple(itertools.islice(self._waiting[host], self.per_connection))
             for source in sources:
-                del waiting[source]
-            if not waiting:
-                del self._waiting[host]
+                self._unwait(host, source)
             connection = self.in_flight[host] = Connection(host, sources)
             opened.append(connection)
         return opened
-
-    def waiting(self) -> Iterator[tuple[str, Iterable[str]]]:
-        """Every host with outputs still to fetch and on no connection, with those outputs (parent tasks)."""
-        return iter(self._waiting.items())
 
     def done(self, connection: Connection) -> None:
         """The connection copied all its outputs."""
@@ -88,7 +85,22 @@ class ShuffleFetches:
         """The connection broke: its outputs wait again, at the location announced last."""
         del self.in_flight[connection.host]
         for source in connection.sources:
-            self._waiting.setdefault(self.location[source], {})[source] = None
+            self._wait(self.location[source], source)
+
+    def _wait(self, host: str, source: str) -> None:
+        self._waiting.setdefault(host, {})[source] = None
+        if self.tally is not None:
+            group, size = self.tally(host, source)
+            self.waiting_by_group[group] = self.waiting_by_group.get(group, 0) + size
+
+    def _unwait(self, host: str, source: str) -> None:
+        waiting = self._waiting[host]
+        del waiting[source]
+        if not waiting:  # a host with nothing waiting is not offered to a fetcher
+            del self._waiting[host]
+        if self.tally is not None:
+            group, size = self.tally(host, source)
+            self.waiting_by_group[group] -= size
 
     def _on_connection(self, source: str) -> bool:
         return any(source in c.sources for c in self.in_flight.values())

@@ -60,6 +60,46 @@ def test_a_failed_connection_waits_for_its_backoff_and_goes_to_where_an_output_r
         plan.done(c)
     plan.announce("h0-m0", "h8")  # fetched already: nothing to do
     assert plan.fetched == {"h0-m0", "h0-m1"} and plan.open() == []
+    moved = announced({"h0": 1, "h1": 1})
+    moved.announce("h0-m0", "h1")  # h0's only output ran again on h1: nothing is left on h0 to copy
+    assert moved.open() == [Connection("h1", ("h1-m0", "h0-m0"))]
+
+
+def test_the_bytes_waiting_per_group_follow_every_announcement_connection_and_failure():
+    sizes = {f"h{h}-m{i}": 100 * h + i + 1 for h in range(4) for i in range(30)}
+    group = {"h0": "r0", "h1": "r0", "h2": "r1", "h3": "r1", "h9": "r2"}
+    plan = ShuffleFetches(tally=lambda host, source: (group[host], sizes[source]))
+
+    def recounted() -> dict[str, int]:
+        """The outputs neither fetched nor on a connection, by the group of the host each is on now."""
+        on_connections = {s for c in plan.in_flight.values() for s in c.sources}
+        totals = dict.fromkeys(group.values(), 0)
+        for source, host in plan.location.items():
+            if source not in plan.fetched and source not in on_connections:
+                totals[group[host]] += sizes[source]
+        return totals
+
+    def same() -> bool:
+        return {g: plan.waiting_by_group.get(g, 0) for g in set(group.values())} == recounted()
+
+    for source in sizes:
+        plan.announce(source, source.split("-")[0])
+    plan.announce("h0-m0", "h0")  # told twice: counted once
+    assert same() and plan.waiting_by_group["r0"] == sum(v for k, v in sizes.items() if k < "h2")
+    opened = plan.open()
+    assert same()
+    plan.announce("h3-m29", "h9")  # an output waiting on h3 ran again on h9
+    plan.announce("h0-m1", "h9")  # one on an open connection: it stays there
+    plan.failed(opened[0])
+    plan.done(opened[1])
+    assert same()
+    for _ in range(len(sizes)):
+        for connection in list(plan.in_flight.values()):
+            plan.done(connection)
+        opened = plan.open()
+        assert same() and all(c.sources for c in opened)  # never a connection with nothing to copy
+    assert plan.fetched == set(sizes)
+    assert set(plan.waiting_by_group.values()) == {0}
 
 
 def test_connections_sharing_one_pacer_hold_the_task_to_its_rate_together():
