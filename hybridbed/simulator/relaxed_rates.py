@@ -218,9 +218,14 @@ def _row_weights(weights, row_of, rows):  # pragma: no cover (compiled)
 def _spread(paths, weights, row_of, row_rates, capacities, kept, toggled, rates):  # pragma: no cover (compiled)
     """Each class's rate, its row's (into `rates`); what every link then carries; whether a dropped link
     carries more than its capacity (each such link is kept, and marked toggled, for the next solve)."""
-    for f in range(weights.size):
-        rates[f] = row_rates[row_of[f]] if weights[f] > 0 else 0.0
-    loads = link_loads(paths, weights, rates, capacities.size)
+    loads = np.zeros(capacities.size)
+    for f in range(weights.size):  # one pass: a class's rate, then what it puts on its links
+        if weights[f] > 0:
+            rate = rates[f] = row_rates[row_of[f]]
+            for h in range(paths.shape[1]):
+                loads[paths[f, h]] += rate * weights[f]
+        else:
+            rates[f] = 0.0
     overloaded = False
     for link in range(capacities.size):
         if not kept[link] and loads[link] > capacities[link] * (1 + RELATIVE_TOLERANCE):
