@@ -170,16 +170,20 @@ def max_weight_matching(demand: dict[tuple[int, int], float]) -> list[tuple[int,
     weights = np.zeros((len(senders), len(receivers)))
     for (a, b), weight in demand.items():
         weights[row[a], column[b]] = weight
-    chosen = [(i, j) for i, j in zip(*linear_sum_assignment(weights, maximize=True)) if weights[i, j] > 0]
-    best = sum(weights[i, j] for i, j in chosen)
+    best, chosen = _assignment(weights)
     for i, j in chosen:
         weight, weights[i, j] = weights[i, j], 0.0
-        rows, columns = linear_sum_assignment(weights, maximize=True)
-        without = weights[rows, columns].sum()
+        without, _ = _assignment(weights)
         weights[i, j] = weight
         if without >= best * (1 - TIE_TOLERANCE):
             return _blossom_matching(demand)
     return sorted((senders[i], receivers[j]) for i, j in chosen)
+
+
+def _assignment(weights: np.ndarray) -> tuple[float, list[tuple[int, int]]]:
+    """A maximum-weight assignment of rows to columns: its weight and its (row, column) pairs of positive weight."""
+    rows, columns = linear_sum_assignment(weights, maximize=True)
+    return float(weights[rows, columns].sum()), [(i, j) for i, j in zip(rows, columns) if weights[i, j] > 0]
 
 
 def _blossom_matching(demand: dict[tuple[int, int], float]) -> list[tuple[int, int]]:
