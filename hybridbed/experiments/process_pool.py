@@ -1,16 +1,28 @@
 """A local pool of worker processes for simulated runs, which share nothing and so run side by side: a sweep's
 points and a comparison's setups. An emulated run needs the machine's CPUs and builds its network here, so
-emulated runs never go on a pool (`check_workers`)."""
+emulated runs never go on a pool (`check_workers`).
+
+Stopping: Ctrl-C or SIGTERM reaches the pool's owner, which stops every run under way at once, as a run in its
+own process stops (its partial results written, marked interrupted), and waits for them. The workers ignore a
+terminal's Ctrl-C, which reaches the whole process group, and stop on the owner's SIGUSR1 instead, so each run
+is interrupted once; a worker between runs starts none after it (the pool hands a worker its next run before
+the last ends, and such a run cannot be cancelled)."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+import signal
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
+from typing import Any
 
 from hybridbed.config.validation import SpecError
+
+STOP_SIGNAL = signal.SIGUSR1
+_in_run = False  # in a worker: a run is under way (what STOP_SIGNAL interrupts)
+_stopped = False  # in a worker: STOP_SIGNAL came (a run handed to it after that does not start)
 
 
 def check_workers(workers: int, backend: str) -> None:
@@ -24,19 +36,57 @@ def check_workers(workers: int, backend: str) -> None:
         )
 
 
+def default_workers(backend: str) -> int:
+    """One simulated run per CPU; emulated runs one at a time."""
+    return 1 if backend == "emulation" else os.cpu_count() or 1
+
+
+class _RunPool(ProcessPoolExecutor):
+    """A process pool whose submitted calls are runs that its owner can interrupt (`interrupt_runs`)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        return super().submit(_as_run, fn, *args, **kwargs)
+
+    def interrupt_runs(self) -> None:
+        """Send every worker process this pool started (by pid) the stop signal."""
+        for pid, process in list((self._processes or {}).items()):  # the executor's own record of its processes
+            if process.is_alive():
+                os.kill(pid, STOP_SIGNAL)
+
+
 @contextmanager
 def process_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
-    """`workers` processes; on an error or Ctrl-C the runs not started are cancelled and the pool waits for the
-    ones under way (each ends writing its partial results)."""
+    """`workers` processes; on an error or an interrupt the runs under way are stopped (each writes its partial
+    results), those not started are cancelled, and the pool waits for its workers to end."""
     # spawn: a forked child would inherit this process's threads (the progress display) mid-state
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    context = multiprocessing.get_context("spawn")
+    with _RunPool(max_workers=workers, mp_context=context, initializer=_worker_signals) as pool:
         try:
             yield pool
         except BaseException:
+            pool.interrupt_runs()
             pool.shutdown(wait=True, cancel_futures=True)
             raise
 
 
-def default_workers(backend: str) -> int:
-    """One simulated run per CPU; emulated runs one at a time."""
-    return 1 if backend == "emulation" else os.cpu_count() or 1
+def _worker_signals() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(STOP_SIGNAL, _stop_run)
+
+
+def _stop_run(signum: int, frame: object) -> None:
+    global _stopped
+    _stopped = True
+    if _in_run:
+        raise KeyboardInterrupt
+
+
+def _as_run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    global _in_run
+    if _stopped:  # handed over before the pool's owner could cancel it
+        raise KeyboardInterrupt
+    _in_run = True
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _in_run = False

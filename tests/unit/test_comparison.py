@@ -19,6 +19,7 @@ from hybridbed.results.plots import plot_comparison
 from hybridbed.workloads.build import build_workload
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yaml"
+PAPER_SCALE = QUICKSTART.parent / "jobpacker-paper-sim.yaml"
 
 
 def test_f_eps_is_fair_on_the_eps_only_variant_at_the_ocs_rate():
@@ -97,6 +98,28 @@ def test_a_simulated_comparison_on_a_process_pool_gives_the_same_table_as_one_af
     assert all(p.jobs_total == 6 for _, p in told if p is not None)
     for setup in setups:
         assert json.loads((tmp_path / "pool" / setup / "summary.json").read_text())["status"] == "done"
+
+
+def test_an_interrupted_comparison_on_a_process_pool_stops_its_runs_and_keeps_what_they_wrote(tmp_path):
+    import multiprocessing
+
+    from hybridbed.experiments.comparison import compare
+
+    scenario = load_scenario(PAPER_SCALE, {"backend": "simulation", "workload.jobs": 150})
+    setups = ["fair", "corral", "jobpacker", "f-eps"]
+
+    def interrupt(setup: str, progress: object) -> None:
+        if progress is not None:  # a run under way: as if Ctrl-C came now
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        compare(scenario, setups, tmp_path / "cmp", interrupt, workers=2)
+    statuses = {
+        run.name: json.loads((run / "summary.json").read_text())["status"] for run in (tmp_path / "cmp").iterdir()
+    }
+    assert "interrupted" in statuses.values() and set(statuses.values()) <= {"done", "interrupted"}
+    assert len(statuses) < len(setups)  # the runs not started did not start
+    assert not multiprocessing.active_children()  # every worker has ended
 
 
 def test_an_emulated_comparison_runs_one_setup_at_a_time(tmp_path):
