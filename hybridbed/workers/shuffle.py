@@ -51,7 +51,7 @@ class ShuffleFetches:
         self.location[source] = host
         if old is not None and old != host and source in self._waiting.get(old, ()):
             self._unwait(old, source)
-        if not self._on_connection(source) and source not in self._waiting.get(host, ()):
+        if not self._on_connection(source):
             self._wait(host, source)
 
     def open(self, backing_off: Container[str] = ()) -> list[Connection]:
@@ -88,7 +88,10 @@ class ShuffleFetches:
             self._wait(self.location[source], source)
 
     def _wait(self, host: str, source: str) -> None:
-        self._waiting.setdefault(host, {})[source] = None
+        waiting = self._waiting.setdefault(host, {})
+        if source in waiting:  # told again: it keeps its place
+            return
+        waiting[source] = None
         if self.tally is not None:
             group, size = self.tally(host, source)
             self.waiting_by_group[group] = self.waiting_by_group.get(group, 0) + size
