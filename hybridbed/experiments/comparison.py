@@ -10,8 +10,7 @@ the scenario's `compare_baseline` (default fair, F-Hybrid; BFS, Tez's order, for
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, wait
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +18,7 @@ import pandas as pd
 
 from hybridbed.config.scenario import F_EPS, Scenario
 from hybridbed.experiments.backends import run_to_summary
-from hybridbed.experiments.process_pool import check_workers, process_pool
+from hybridbed.experiments.process_pool import POOL_WORKER_LOST, WorkerLost, as_runs_end, check_workers, process_pool
 from hybridbed.experiments.scenarios import available_setups
 from hybridbed.results.comparison_table import write_comparison_table
 from hybridbed.results.plots import plot_comparison
@@ -169,21 +168,17 @@ def _run_on_pool(
 ) -> Iterator[tuple[str, dict]]:
     """Each setup's summary as its run ends, the runs `workers` at a time; their progress read from their
     progress.json meanwhile. A worker process that dies fails its setup."""
+
+    def tell_progress(setups_under_way: Collection[str]) -> None:
+        for setup in setups_under_way:
+            if on_progress and (progress := read_progress(out_dir / setup)) is not None:
+                on_progress(setup, progress)
+
     with process_pool(min(workers, len(setups))) as pool:
         futures = {
             pool.submit(_run_in_worker, setup_scenario(scenario, setup), out_dir / setup): setup for setup in setups
         }
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, timeout=PROGRESS_POLL_S, return_when=FIRST_COMPLETED)
-            for future in pending:
-                if on_progress and (progress := read_progress(out_dir / futures[future])) is not None:
-                    on_progress(futures[future], progress)
-            for future in done:
-                try:
-                    summary = future.result()
-                except Exception as err:  # the worker process was lost: the setup failed, the others go on
-                    summary = {"status": f"failed: worker lost: {err}"}
-                if on_progress:
-                    on_progress(futures[future], None)
-                yield futures[future], summary
+        for setup, summary in as_runs_end(futures, POOL_WORKER_LOST, tell_progress, PROGRESS_POLL_S):
+            if on_progress:
+                on_progress(setup, None)
+            yield setup, {"status": summary.status} if isinstance(summary, WorkerLost) else summary

@@ -13,16 +13,31 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Callable, Collection, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from hybridbed.config.validation import SpecError
 
 STOP_SIGNAL = signal.SIGUSR1
 _in_run = False  # in a worker: a run is under way (what STOP_SIGNAL interrupts)
 _stopped = False  # in a worker: STOP_SIGNAL came (a run handed to it after that does not start)
+Key = TypeVar("Key")
+POOL_WORKER_LOST: tuple[type[BaseException], ...] = (BrokenProcessPool,)  # how a pool's future tells its worker died
+
+
+@dataclass(frozen=True)
+class WorkerLost:
+    """A run whose worker process (or Dask worker) died under it: that run failed, the others go on."""
+
+    error: BaseException
+
+    @property
+    def status(self) -> str:
+        return f"failed: worker lost: {type(self.error).__name__}: {self.error}"
 
 
 def check_workers(workers: int, backend: str) -> None:
@@ -52,6 +67,28 @@ class _RunPool(ProcessPoolExecutor):
         for pid, process in list((self._processes or {}).items()):  # the executor's own record of its processes
             if process.is_alive():
                 os.kill(pid, STOP_SIGNAL)
+
+
+def as_runs_end(
+    futures: dict[Future, Key],
+    lost: tuple[type[BaseException], ...],
+    while_waiting: Callable[[Collection[Key]], None] | None = None,
+    poll_s: float = 0.5,
+) -> Iterator[tuple[Key, Any]]:
+    """Each submitted run's key and result as the run ends, in any order; `WorkerLost` as the result of a run
+    whose future raised one of the `lost` errors (an error raised by the run itself propagates, as it would
+    with the runs one after another). `while_waiting` is told the keys still under way every `poll_s`."""
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, timeout=poll_s if while_waiting else None, return_when=FIRST_COMPLETED)
+        if while_waiting and pending:
+            while_waiting([futures[future] for future in pending])
+        for future in done:
+            try:
+                result = future.result()
+            except lost as err:
+                result = WorkerLost(err)
+            yield futures[future], result
 
 
 @contextmanager

@@ -16,7 +16,7 @@ import hashlib
 import itertools
 import json
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, as_completed
+from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +28,7 @@ from hybridbed.config.scenario import Scenario, apply_overrides, read_yaml_mappi
 from hybridbed.config.validation import SpecError, parse_spec
 from hybridbed.experiments.backends import run_to_summary
 from hybridbed.experiments.comparison import COLUMNS, add_relative_columns, default_setups, result_row, setup_scenario
-from hybridbed.experiments.process_pool import check_workers, process_pool
+from hybridbed.experiments.process_pool import POOL_WORKER_LOST, WorkerLost, as_runs_end, check_workers, process_pool
 from hybridbed.experiments.scenarios import available_setups, validate_scenario
 from hybridbed.results.sweep_plots import plot_sweep
 
@@ -217,9 +217,11 @@ def _write_table(table: pd.DataFrame, out_dir: Path) -> None:
 
 
 @contextmanager
-def _dask_executor(address: str) -> Iterator[Executor]:
+def _dask_executor(address: str) -> Iterator[tuple[Executor, tuple[type[BaseException], ...]]]:
+    """An executor on the Dask scheduler at `address`, and the errors by which its futures tell a worker lost."""
     try:
-        from distributed import Client
+        from distributed import Client, KilledWorker
+        from distributed.comm import CommClosedError
     except ImportError:
         raise SpecError("--dask needs the distributed package: pip install 'hybridbed[dask]'") from None
     try:
@@ -227,19 +229,17 @@ def _dask_executor(address: str) -> Iterator[Executor]:
     except (OSError, TimeoutError) as err:
         raise SpecError(f"--dask: cannot reach a Dask scheduler at {address}: {err}") from None
     with client:
-        yield client.get_executor()
+        yield client.get_executor(), (KilledWorker, CommClosedError)
 
 
-def _run_on(executor: Executor, sweep: Sweep, todo: list[SweepPoint], runs: Path) -> Iterator[tuple[SweepPoint, dict]]:
-    """Submit every point, yield each row as its run ends (in any order); a worker that dies fails its point."""
+def _run_on(
+    executor: Executor, sweep: Sweep, todo: list[SweepPoint], runs: Path, lost: tuple[type[BaseException], ...]
+) -> Iterator[tuple[SweepPoint, dict]]:
+    """Submit every point, yield each row as its run ends (in any order); a worker that dies (`lost`) fails its
+    point and the sweep goes on."""
     futures = {executor.submit(run_point, sweep.scenario_data, p, str(runs / p.name)): p for p in todo}
-    for future in as_completed(futures):
-        point = futures[future]
-        try:
-            row = future.result()
-        except Exception as err:  # the worker process or Dask worker was lost: the point failed, the sweep goes on
-            row = point.row(result_row(point.setup, {"status": f"failed: worker lost: {err}"}))
-        yield point, row
+    for point, row in as_runs_end(futures, lost):
+        yield point, point.row(result_row(point.setup, {"status": row.status})) if isinstance(row, WorkerLost) else row
 
 
 def _run_here(sweep: Sweep, todo: list[SweepPoint], runs: Path) -> Iterator[tuple[SweepPoint, dict]]:
@@ -302,10 +302,10 @@ def _execution(
 ) -> Iterator[Iterator[tuple[SweepPoint, dict]]]:
     """Where the points run: on Dask, on a process pool, or here one after another."""
     if dask:
-        with _dask_executor(dask) as executor:
-            yield _run_on(executor, sweep, todo, runs)
+        with _dask_executor(dask) as (executor, lost):
+            yield _run_on(executor, sweep, todo, runs, lost)
     elif workers > 1 and len(todo) > 1:
         with process_pool(min(workers, len(todo))) as pool:
-            yield _run_on(pool, sweep, todo, runs)
+            yield _run_on(pool, sweep, todo, runs, POOL_WORKER_LOST)
     else:
         yield _run_here(sweep, todo, runs)
