@@ -326,20 +326,21 @@ class SchedulerServer:
             message: LaunchMessage = {"op": "launch", "task": self._task_message(launch.task)}
             self._send(launch.host, message)
         for notice in notices:
-            source, consumer = notice.source, notice.consumer
-            notice_message: NoticeMessage = {
-                "op": "notice",
-                "key": task_key(consumer.task_id, consumer.attempt),
-                "notice": {
-                    "source": source.task_id,
-                    "host": source.host,
-                    "ip": self.hosts[source.host]["ip"],
-                    "path": f"{_output_dir(source)}/{partition_name(consumer)}",
-                    "bytes": source.partition_for(consumer),
-                    "dscp": ocs.bulk_dscp if notice.elephant and ocs.steering == "elephant" else None,
-                },
-            }
-            self._send(consumer.host, notice_message)
+            consumer = notice.consumer
+            for source, size, elephant in zip(notice.sources, notice.sizes, notice.elephants, strict=True):
+                notice_message: NoticeMessage = {
+                    "op": "notice",
+                    "key": task_key(consumer.task_id, consumer.attempt),
+                    "notice": {
+                        "source": source.task_id,
+                        "host": source.host,
+                        "ip": self.hosts[source.host]["ip"],
+                        "path": f"{_output_dir(source)}/{partition_name(consumer)}",
+                        "bytes": size,
+                        "dscp": ocs.bulk_dscp if elephant and ocs.steering == "elephant" else None,
+                    },
+                }
+                self._send(consumer.host, notice_message)
 
     def _carry_out(self, actions: list[TaskAction]) -> None:
         """Tell the workers to freeze, thaw, kill or re-quota the tasks the policy preempted or re-shared."""

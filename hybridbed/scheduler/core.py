@@ -34,14 +34,15 @@ class Launch:
 
 @dataclass(frozen=True)
 class ShuffleNotice:
-    """Tell a running task where the output of one of its parent tasks is (a later notice for the same
-    parent supersedes it), and whether it belongs to an elephant: a (job, source rack, consumer rack)
-    aggregate whose announced bytes have reached the elephant threshold (JobPacker §2.2), which steering
-    mode `elephant` lets ride a circuit."""
+    """Tell a running task where the outputs of some of its parent tasks are and their sizes (a later notice
+    for the same parent supersedes it), and which belong to elephants: (job, source rack, consumer rack)
+    aggregates whose announced bytes have reached the elephant threshold (JobPacker §2.2), which steering
+    mode `elephant` lets ride a circuit. The lists run in parallel, one entry per parent task."""
 
     consumer: Task
-    source: Task
-    elephant: bool = False
+    sources: list[Task]
+    sizes: list[int]
+    elephants: list[bool]
 
 
 class SchedulerCore:
@@ -343,41 +344,64 @@ class SchedulerCore:
             if not self.policy.release_shuffle(job, self.cluster):
                 continue
             new_sources, new_consumers = self._news.pop(job_id)
-            stages = job.stages
-            pairs = [(c, s) for c in new_consumers for s in job.sources_of(c) if s.state is TaskState.DONE]
-            pairs += [
-                (c, s)
-                for s in new_sources
-                for child in stages[s.stage].children
-                for c in stages[child].tasks
-                if c.state in ON_HOST
-            ]
-            told_now = []
-            for consumer, source in pairs:
-                if consumer.state not in ON_HOST or source.state is not TaskState.DONE:
-                    continue
-                told = self._told.setdefault(consumer.task_id, {})
-                if told.get(source.task_id) != (source.host, source.attempt):
-                    told[source.task_id] = (source.host, source.attempt)
-                    told_now.append((consumer, source))
-            notices += self._classify(job_id, told_now)
+            notices += self._classify(job, self._untold(job, new_sources, new_consumers))
         return notices
 
-    def _classify(self, job_id: str, told: list[tuple[Task, Task]]) -> list[ShuffleNotice]:
-        """Notices for (consumer, source) pairs, each an elephant if its (job, source rack, consumer rack)
-        aggregate is one the policy planned as an elephant (JobPacker's aggregated shuffle, §4.2), or if
-        it has reached the elephant threshold counting every byte announced so far with these (a pair
+    def _untold(
+        self, job: Job, new_sources: list[Task], new_consumers: list[Task]
+    ) -> dict[str, tuple[Task, list[Task]]]:
+        """Consumer -> (consumer, its sources to tell): the (consumer, source) pairs among those of new
+        consumers and new sources whose consumer is on a host and has not been told the source's current
+        output (each consumer's sources in the order first found: its own as a new consumer, then the new
+        sources'), recorded as told."""
+        done, stages, told = TaskState.DONE, job.stages, self._told
+        untold: dict[str, tuple[Task, list[Task]]] = {}
+        for consumer in new_consumers:
+            if consumer.state in ON_HOST:
+                told_consumer = told.setdefault(consumer.task_id, {})
+                sources = []
+                for source in job.sources_of(consumer):
+                    if source.state is done and told_consumer.get(source.task_id) != (
+                        where := (source.host, source.attempt)
+                    ):
+                        told_consumer[source.task_id] = where
+                        sources.append(source)
+                if sources:
+                    untold.setdefault(consumer.task_id, (consumer, []))[1].extend(sources)
+        for source in new_sources:
+            if source.state is not done:
+                continue
+            where = (source.host, source.attempt)
+            for child in stages[source.stage].children:
+                for consumer in stages[child].tasks:
+                    if consumer.state in ON_HOST:
+                        told_consumer = told.setdefault(consumer.task_id, {})
+                        if told_consumer.get(source.task_id) != where:
+                            told_consumer[source.task_id] = where
+                            untold.setdefault(consumer.task_id, (consumer, []))[1].append(source)
+        return untold
+
+    def _classify(self, job: Job, untold: dict[str, tuple[Task, list[Task]]]) -> list[ShuffleNotice]:
+        """A notice per consumer with sources to tell, each source an elephant if its (job, source rack,
+        consumer rack) aggregate is one the policy planned as an elephant (JobPacker's aggregated shuffle, §4.2),
+        or if it has reached the elephant threshold counting every byte announced so far with these (a pair
         that crosses it stays an elephant; bytes announced before it crossed went as mice)."""
         rack_of = self.cluster.rack_of
-        job = self.cluster.jobs[job_id]
-        announced = self._announced.setdefault(job_id, {})
-        for consumer, source in told:
-            pair = (rack_of[source.host], rack_of[consumer.host])
-            announced[pair] = announced.get(pair, 0) + source.partition_for(consumer)
+        announced = self._announced.setdefault(job.job_id, {})
+        told = []  # (consumer, sources, their sizes, their rack pairs)
+        for consumer, sources in untold.values():
+            sizes = [source.partition_for(consumer) for source in sources]
+            consumer_rack = rack_of[consumer.host]
+            pairs = [(rack_of[source.host], consumer_rack) for source in sources]
+            for pair, size in zip(pairs, sizes, strict=True):
+                announced[pair] = announced.get(pair, 0) + size
+            told.append((consumer, sources, sizes, pairs))
         threshold = self.cluster.network.elephant_bytes if self.cluster.network else math.inf
-        notices = []
-        for consumer, source in told:
-            pair = (rack_of[source.host], rack_of[consumer.host])
-            elephant = pair[0] != pair[1] and (announced[pair] >= threshold or self.policy.planned_elephant(job, *pair))
-            notices.append(ShuffleNotice(consumer, source, elephant))
-        return notices
+        elephant = {
+            pair: pair[0] != pair[1] and (announced[pair] >= threshold or self.policy.planned_elephant(job, *pair))
+            for pair in {pair for *_, pairs in told for pair in pairs}
+        }
+        return [
+            ShuffleNotice(consumer, sources, sizes, [elephant[pair] for pair in pairs])
+            for consumer, sources, sizes, pairs in told
+        ]

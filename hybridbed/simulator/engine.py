@@ -239,14 +239,15 @@ class Simulation:
             for launch in self.core.schedule(self.now, hosts):
                 self._launch(launch.task)
         told: dict[str, ReduceFetches] = {}  # the reducers told of new outputs, in the order first told
+        rack_of = self.cluster.rack_of
         for notice in self.core.shuffle_notices():
             fetches = told[notice.consumer.task_id] = self._reduces[notice.consumer.task_id]
-            source = notice.source
-            fetches.sizes[source.task_id] = source.partition_for(fetches.task)
-            if notice.elephant:
-                fetches.elephants.add(source.task_id)
-                fetches.elephant_racks.add(self.cluster.rack_of[source.host])
-            fetches.plan.announce(source.task_id, source.host)
+            for source, size, elephant in zip(notice.sources, notice.sizes, notice.elephants, strict=True):
+                fetches.sizes[source.task_id] = size
+                if elephant:
+                    fetches.elephants.add(source.task_id)
+                    fetches.elephant_racks.add(rack_of[source.host])
+                fetches.plan.announce(source.task_id, source.host)
         for fetches in told.values():
             self._pump(fetches)
 

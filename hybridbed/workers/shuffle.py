@@ -49,7 +49,10 @@ class ShuffleFetches:
             return
         old = self.location.get(source)
         self.location[source] = host
-        if old is not None and old != host and source in self._waiting.get(old, ()):
+        if old is None:  # first told: on no connection yet
+            self._wait(host, source)
+            return
+        if old != host and source in self._waiting.get(old, ()):
             self._unwait(old, source)
         if not self._on_connection(source):
             self._wait(host, source)
