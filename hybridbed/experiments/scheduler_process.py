@@ -226,8 +226,8 @@ class SchedulerServer:
                 )
         elif kind == "fetch":
             self._log_flow(message)
-            for source in message.get("sources", []):  # a shuffle connection: the parent outputs it copied
-                self.core.shuffle_fetched(message["task_id"], message["attempt"], source)
+            if sources := message.get("sources"):  # a shuffle connection: the parent outputs it copied
+                self.core.shuffle_fetched(message["task_id"], message["attempt"], sources)
         elif kind == "heartbeat" and self.t0:
             if host in self.cluster.hosts:
                 self.cluster.hosts[host].report_usage(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from hybridbed.scheduler.cluster import ClusterState, HostState
@@ -323,11 +324,11 @@ class SchedulerCore:
         self.cluster.update_launchable(job)
 
     # shuffle --------------------------------------------------------------------------------------
-    def shuffle_fetched(self, consumer_id: str, attempt: int, source_id: str) -> None:
-        """A running task has one parent task's partition (what is left to fetch feeds OCS demand hints)."""
+    def shuffle_fetched(self, consumer_id: str, attempt: int, source_ids: Iterable[str]) -> None:
+        """A running task has these parent tasks' partitions (what is left to fetch feeds OCS demand hints)."""
         task = self.tasks[consumer_id]
         if task.state in ON_HOST and task.attempt == attempt:
-            task.fetched.add(source_id)
+            task.fetched.update(source_ids)
 
     def shuffle_notices(self) -> list[ShuffleNotice]:
         """Outputs of finished tasks that their running consumers have not been told about, for jobs whose

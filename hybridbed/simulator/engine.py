@@ -272,7 +272,7 @@ class Simulation:
             fetches = self._reduces[task.task_id] = ReduceFetches(task, task.attempt, sources)
             if self.elephants_wait:  # its waiting bytes per map rack: what a dark pair's elephants queue
                 rack_of, sizes = self.cluster.rack_of, fetches.sizes
-                fetches.plan.tally = lambda host, source: (rack_of[host], sizes[source])
+                fetches.plan.tally = lambda host, sources: (rack_of[host], sum(map(sizes.__getitem__, sources)))
             self._hold_shuffle_rate(fetches)
 
     def _compute_and_write(self, task: Task, attempt: int) -> None:
@@ -495,8 +495,7 @@ class Simulation:
         assert flow.connection is not None
         fetches.plan.done(flow.connection)
         fetches.fetched_bytes += flow.size
-        for source in flow.connection.sources:
-            self.core.shuffle_fetched(task.task_id, flow.attempt, source)
+        self.core.shuffle_fetched(task.task_id, flow.attempt, flow.connection.sources)
         self._pump(fetches)
         if len(fetches.plan.fetched) == fetches.n_sources:
             self._stats[task.task_id]["fetched_bytes"] = fetches.fetched_bytes

@@ -37,9 +37,9 @@ class ShuffleFetches:
     location: dict[str, str] = field(default_factory=dict)  # parent task -> the host its output is on now
     fetched: set[str] = field(default_factory=set)
     in_flight: dict[str, Connection] = field(default_factory=dict)  # host -> its open connection
-    # (host, parent task) -> (group, bytes): what `waiting_by_group` adds up (None: nothing tallied). The
+    # (host, parent tasks) -> (group, their bytes): what `waiting_by_group` adds up (None: nothing tallied). The
     # simulator groups hosts by rack: the bytes queued for a rack pair are the demand c-Through measures.
-    tally: Callable[[str, str], tuple[Hashable, int]] | None = None
+    tally: Callable[[str, tuple[str, ...]], tuple[Hashable, int]] | None = None
     waiting_by_group: dict[Hashable, int] = field(default_factory=dict)  # bytes of the outputs waiting, per group
     _waiting: dict[str, dict[str, None]] = field(default_factory=dict)  # host -> its outputs to fetch, in order
 
@@ -53,7 +53,7 @@ class ShuffleFetches:
             self._wait(host, source)
             return
         if old != host and source in self._waiting.get(old, ()):
-            self._unwait(old, source)
+            self._unwait(old, (source,))
         if not self._on_connection(source):
             self._wait(host, source)
 
@@ -73,8 +73,7 @@ class ShuffleFetches:
         opened = []
         for host in hosts:
             sources = tuple(itertools.islice(self._waiting[host], self.per_connection))
-            for source in sources:
-                self._unwait(host, source)
+            self._unwait(host, sources)
             connection = self.in_flight[host] = Connection(host, sources)
             opened.append(connection)
         return opened
@@ -96,16 +95,17 @@ class ShuffleFetches:
             return
         waiting[source] = None
         if self.tally is not None:
-            group, size = self.tally(host, source)
+            group, size = self.tally(host, (source,))
             self.waiting_by_group[group] = self.waiting_by_group.get(group, 0) + size
 
-    def _unwait(self, host: str, source: str) -> None:
+    def _unwait(self, host: str, sources: tuple[str, ...]) -> None:
         waiting = self._waiting[host]
-        del waiting[source]
+        for source in sources:
+            del waiting[source]
         if not waiting:  # a host with nothing waiting is not offered to a fetcher
             del self._waiting[host]
         if self.tally is not None:
-            group, size = self.tally(host, source)
+            group, size = self.tally(host, sources)
             self.waiting_by_group[group] -= size
 
     def _on_connection(self, source: str) -> bool:

@@ -343,7 +343,7 @@ def test_jobpacker_holds_the_shuffle_until_running_reducers_reach_the_threshold(
     # as fetches complete the hint shrinks, but an elephant pair stays at the threshold until drained
     for m in job.maps:
         for r in reducers[:2]:
-            core.shuffle_fetched(r.task_id, 0, m.task_id)
+            core.shuffle_fetched(r.task_id, 0, [m.task_id])
             left = policy.ocs_demand(state)[0][1]
             assert left == 2_000_000 or (left == 0 and m is job.maps[-1] and r is reducers[1])
 

@@ -68,7 +68,7 @@ def test_a_failed_connection_waits_for_its_backoff_and_goes_to_where_an_output_r
 def test_the_bytes_waiting_per_group_follow_every_announcement_connection_and_failure():
     sizes = {f"h{h}-m{i}": 100 * h + i + 1 for h in range(4) for i in range(30)}
     group = {"h0": "r0", "h1": "r0", "h2": "r1", "h3": "r1", "h9": "r2"}
-    plan = ShuffleFetches(tally=lambda host, source: (group[host], sizes[source]))
+    plan = ShuffleFetches(tally=lambda host, sources: (group[host], sum(sizes[s] for s in sources)))
 
     def recounted() -> dict[str, int]:
         """The outputs neither fetched nor on a connection, by the group of the host each is on now."""
