@@ -8,6 +8,8 @@ partition (a 1000-map job with 100 reducers has 100,000 of them, and hints come 
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from hybridbed.scheduler.model import Job, TaskState
@@ -25,6 +27,9 @@ class ShuffleMatrix:
         for col, consumer in enumerate(self.consumers):
             for source in job.sources_of(consumer):
                 self.bytes[self._row[source.task_id], col] = source.partition_for(consumer)
+        # what each consumer has fetched, marked as far as its (attempt, count of `Task.fetched`) says
+        self._fetched = np.zeros(self.bytes.shape, dtype=bool)
+        self._marked = [(-1, 0)] * len(self.consumers)
 
     def rack_pairs(self, rack_of: dict[str, int], racks: int) -> tuple[np.ndarray, np.ndarray]:
         """(aggregate, remaining), racks x racks: the bytes the running consumers on rack dst read from
@@ -36,15 +41,27 @@ class ShuffleMatrix:
         src = np.array([rack_of[t.host] if t.host is not None else -1 for t in self.parents])
         part = self.bytes[:, running]
         cross = (src[:, None] >= 0) & (src[:, None] != dst[None, :]) & (part > 0)
-        fetched = np.zeros_like(cross)
-        for col, c in enumerate(running):
-            fetched[[self._row[s] for s in self.consumers[c].fetched], col] = True
+        for c in running:
+            self._mark_fetched(c)
+        fetched = self._fetched[:, running]
         pair = src[:, None] * racks + dst[None, :]
         left = cross & ~fetched
         size = racks * racks
         aggregate = np.bincount(pair[cross], part[cross], size).reshape(racks, racks)
         remaining = np.bincount(pair[left], part[left], size).reshape(racks, racks)
         return aggregate, remaining
+
+    def _mark_fetched(self, col: int) -> None:
+        """Mark what the consumer fetched since last marked (all of it afresh for a new attempt)."""
+        consumer = self.consumers[col]
+        attempt, count = self._marked[col]
+        if attempt != consumer.attempt:
+            self._fetched[:, col] = False
+            count = 0
+        if len(consumer.fetched) > count:
+            new = itertools.islice(consumer.fetched, count, None)
+            self._fetched[[self._row[source] for source in new], col] = True
+        self._marked[col] = (consumer.attempt, len(consumer.fetched))
 
 
 class ShuffleDemand:

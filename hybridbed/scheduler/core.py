@@ -328,7 +328,7 @@ class SchedulerCore:
         """A running task has these parent tasks' partitions (what is left to fetch feeds OCS demand hints)."""
         task = self.tasks[consumer_id]
         if task.state in ON_HOST and task.attempt == attempt:
-            task.fetched.update(source_ids)
+            task.fetched.update(dict.fromkeys(source_ids))
 
     def shuffle_notices(self) -> list[ShuffleNotice]:
         """Outputs of finished tasks that their running consumers have not been told about, for jobs whose

@@ -211,7 +211,8 @@ class Task:
     input_block: Block | None = None
     partition_bytes: dict[int, list[int]] = field(default_factory=dict)  # child stage -> bytes for each of its tasks
     fetch_bytes: int = 0  # stage with parents: bytes fetched from all parent tasks together
-    fetched: set[str] = field(default_factory=set)  # parent tasks whose partition this attempt has
+    # parent tasks whose partition this attempt has, in the order fetched (what is new since a count is a slice)
+    fetched: dict[str, None] = field(default_factory=dict)
     output_bytes: int = 0  # written as the job's output (a stage without children)
     state: TaskState = TaskState.PENDING
     # what the task holds while on a host: its demand at start, its memory alone while suspended, another

@@ -32,8 +32,11 @@ def plain_rack_pairs(jobs: list[Job]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def start(job: Job, task, host: str) -> None:
+    """(Re)start the task as the scheduler does: a restart is a new attempt, which has fetched nothing."""
+    if task.host is not None:
+        task.attempt += 1
     task.state, task.host, task.allocation = TaskState.RUNNING, host, Resources()
-    task.fetched = set()
+    task.fetched = {}
     job.task_started(task)
 
 
@@ -58,7 +61,7 @@ def test_rack_pairs_follow_every_start_move_finish_and_fetch(seed):
             task.state = TaskState.DONE
             job.task_done(task.stage)
         elif task in job.reduces and task.state is TaskState.RUNNING:
-            task.fetched.add(rng.choice(job.maps).task_id)
+            task.fetched[rng.choice(job.maps).task_id] = None
         got = demand.rack_pairs(jobs, HOSTS, RACKS)
         expected = plain_rack_pairs(jobs)
         assert got[0] == pytest.approx(expected[0]) and got[1] == pytest.approx(expected[1])
