@@ -595,10 +595,13 @@ class _DarkElephantHosts:
         self.rack = rack_of[str(fetches.task.host)]
         self.dark = {src for src in fetches.elephant_racks if src != self.rack and (src, self.rack) not in lit}
         self.passed_over = passed_over
+        self._noted: set[int] = set()  # the dark racks passed over in this call, noted once each
 
     def __contains__(self, host: object) -> bool:
         src = self.rack_of[str(host)]
         if src not in self.dark:
             return False
-        self.passed_over.setdefault((src, self.rack), {})[self.reducer] = None
+        if src not in self._noted:
+            self._noted.add(src)
+            self.passed_over.setdefault((src, self.rack), {})[self.reducer] = None
         return True
