@@ -159,6 +159,20 @@ def _run_in_worker(scenario: Scenario, run_dir: Path) -> dict:
     return run_to_summary(scenario, run_dir, lambda progress: write_progress(run_dir, progress))
 
 
+def _progress_reader(out_dir: Path, on_progress: OnProgress | None) -> Callable[[Collection[str]], None] | None:
+    """Tells `on_progress` what the setups under way last wrote to their progress.json; None (nothing to poll)
+    when nobody asked for progress."""
+    if on_progress is None:
+        return None
+
+    def tell_progress(setups_under_way: Collection[str]) -> None:
+        for setup in setups_under_way:
+            if (progress := read_progress(out_dir / setup)) is not None:
+                on_progress(setup, progress)
+
+    return tell_progress
+
+
 def _run_on_pool(
     scenario: Scenario,
     setups: list[str],
@@ -168,17 +182,13 @@ def _run_on_pool(
 ) -> Iterator[tuple[str, dict]]:
     """Each setup's summary as its run ends, the runs `workers` at a time; their progress read from their
     progress.json meanwhile. A worker process that dies fails its setup."""
-
-    def tell_progress(setups_under_way: Collection[str]) -> None:
-        for setup in setups_under_way:
-            if on_progress and (progress := read_progress(out_dir / setup)) is not None:
-                on_progress(setup, progress)
-
     with process_pool(min(workers, len(setups))) as pool:
         futures = {
             pool.submit(_run_in_worker, setup_scenario(scenario, setup), out_dir / setup): setup for setup in setups
         }
-        for setup, summary in as_runs_end(futures, POOL_WORKER_LOST, tell_progress, PROGRESS_POLL_S):
+        for setup, summary in as_runs_end(
+            futures, POOL_WORKER_LOST, _progress_reader(out_dir, on_progress), PROGRESS_POLL_S
+        ):
             if on_progress:
                 on_progress(setup, None)
             yield setup, {"status": summary.status} if isinstance(summary, WorkerLost) else summary

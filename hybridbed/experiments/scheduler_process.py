@@ -325,19 +325,22 @@ class SchedulerServer:
         for launch in launches:
             message: LaunchMessage = {"op": "launch", "task": self._task_message(launch.task)}
             self._send(launch.host, message)
+        marks_elephants = ocs.steering == "elephant"
         for notice in notices:
             consumer = notice.consumer
+            key = task_key(consumer.task_id, consumer.attempt)
+            partition = partition_name(consumer)
             for source, size, elephant in zip(notice.sources, notice.sizes, notice.elephants, strict=True):
                 notice_message: NoticeMessage = {
                     "op": "notice",
-                    "key": task_key(consumer.task_id, consumer.attempt),
+                    "key": key,
                     "notice": {
                         "source": source.task_id,
                         "host": source.host,
                         "ip": self.hosts[source.host]["ip"],
-                        "path": f"{_output_dir(source)}/{partition_name(consumer)}",
+                        "path": f"{_output_dir(source)}/{partition}",
                         "bytes": size,
-                        "dscp": ocs.bulk_dscp if elephant and ocs.steering == "elephant" else None,
+                        "dscp": ocs.bulk_dscp if elephant and marks_elephants else None,
                     },
                 }
                 self._send(consumer.host, notice_message)
