@@ -23,10 +23,11 @@ from pathlib import Path
 
 from hybridbed.config.scenario import Scenario
 from hybridbed.controller.client import ControllerError, FabricClient
+from hybridbed.results.path_accounting import received_column
 from hybridbed.results.progress import Progress, write_progress
 from hybridbed.results.records import (
     ACTION_FIELDS,
-    FLOW_FIELDS,
+    EMULATED_FLOW_FIELDS,
     JOB_FIELDS,
     TASK_FIELDS,
     USAGE_FIELDS,
@@ -84,7 +85,7 @@ class SchedulerServer:
         self.t0 = 0.0
         self.jobs_log = CsvLog(out_dir / "jobs.csv", JOB_FIELDS)
         self.tasks_log = CsvLog(out_dir / "tasks.csv", TASK_FIELDS)
-        self.flows_log = CsvLog(out_dir / "flows.csv", FLOW_FIELDS)
+        self.flows_log = CsvLog(out_dir / "flows.csv", EMULATED_FLOW_FIELDS)
         self.usage_log = CsvLog(out_dir / "usage.csv", USAGE_FIELDS)
         self.actions_log = CsvLog(out_dir / "preemptions.csv", ACTION_FIELDS)
         self.allocation = AllocationTimeline(out_dir / "allocation.csv")
@@ -439,6 +440,7 @@ class SchedulerServer:
                 "start_s": round(message["start"] - self.t0, 4),
                 "end_s": round(message["end"] - self.t0, 4),
                 "elephant": int(message.get("elephant", False)),
+                "received": received_column(message["received"], message["start"]),
             }
         )
 

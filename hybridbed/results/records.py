@@ -70,6 +70,8 @@ FLOW_FIELDS = [
     "end_s",
     "elephant",  # 1: a shuffle connection of an elephant aggregate (marked for the circuits in steering `elephant`)
 ]
+# the emulation's flows.csv: each connection's notes of the bytes it had received (path_accounting.received_column)
+EMULATED_FLOW_FIELDS = FLOW_FIELDS + ["received"]
 # flows.csv once each flow's path is known: rack, eps, ocs or mixed, and the bytes it sent over a circuit
 FLOW_PATH_FIELDS = FLOW_FIELDS + ["path", "ocs_bytes"]
 SHARE_FIELDS = ["cores", "disk_read_mbps", "disk_write_mbps", "net_in_mbps"]

@@ -31,6 +31,10 @@ from hybridbed.workers.pacing import Pacer, Rate
 DATA_PORT = 7070
 SO_MAX_PACING_RATE = 47  # <asm-generic/socket.h>
 CHUNK = 1 << 16
+# How often a fetch notes the bytes it has received: which of them rode a circuit is read off these notes
+# against the circuit timeline (results/path_accounting.py), so they must be much finer than a circuit's lit
+# spell (the reconfiguration interval: 1 s in the JobPacker paper, 0.1 s at the low end of its §5.4 sweep).
+RECEIVED_SAMPLE_S = 0.05
 SERVE_CHUNK = 1 << 16  # bytes sent per take of a paced disk read's tokens
 
 
@@ -93,6 +97,7 @@ class Fetch:
     bytes: int
     start: float
     end: float
+    received: list[tuple[float, int]]  # (unix time, bytes received so far), every RECEIVED_SAMPLE_S and at the end
 
 
 def fetch(
@@ -109,6 +114,8 @@ def fetch(
     slows the sender)."""
     start = time.time()
     received = 0
+    notes: list[tuple[float, int]] = []
+    noted_at = start
     try:
         with socket.create_connection((ip, DATA_PORT), timeout=timeout_s) as sock:
             sock.sendall((json.dumps({"paths": paths, "rate_bps": rate_bps, "dscp": dscp}) + "\n").encode())
@@ -124,10 +131,14 @@ def fetch(
                     left -= len(chunk)
                     if pacer is not None:
                         pacer.take(len(chunk))
+                    if (now := time.time()) - noted_at >= RECEIVED_SAMPLE_S:  # once paid for: a paced read's
+                        notes.append((now, received + size - left))  # bytes came in over its wait
+                        noted_at = now
                 received += size
     except OSError as err:
         raise FetchError(f"fetching {', '.join(paths)} from {ip}: {err}") from err
-    return Fetch(ip, paths, received, start, time.time())
+    end = time.time()
+    return Fetch(ip, paths, received, start, end, [*notes, (end, received)])
 
 
 def _read_exact(sock: socket.socket, n: int) -> bytes:

@@ -177,6 +177,7 @@ class FetchMessage(TypedDict):
     bytes: int
     start: float
     end: float
+    received: list[tuple[float, int]]  # (unix time, bytes so far) as the connection went (workers/fetch.py)
 
 
 class FinishedMessage(TypedDict):

@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from hybridbed.workers.fetch import FetchError, fetch
+from hybridbed.workers.fetch import Fetch, FetchError, fetch
 from hybridbed.workers.pacing import Pacer, Rate, Rates, write_bytes
 from hybridbed.workers.shuffle import Connection, ShuffleFetches
 
@@ -171,12 +171,17 @@ def run_map(task: dict, data_dir: Path, speed: Speed, rates: Rates) -> dict:
     return {"read_local_bytes": read_local, "read_remote_bytes": read_remote, "written_bytes": sum(files.values())}
 
 
+def _fetched(got: Fetch) -> dict:
+    """A connection's record: its bytes, when it ran and its notes of the bytes received as it went."""
+    return {"bytes": got.bytes, "start": got.start, "end": got.end, "received": got.received}
+
+
 def _fetch_from_any(sources: list[dict], path: str, rate_bps: float | None, live: Rate) -> dict:
     errors = []
     for source in sources:
         try:
             got = fetch(source["ip"], [path], rate_bps, Pacer(live, saved_s=0.0))
-            return {"src_host": source["host"], "bytes": got.bytes, "start": got.start, "end": got.end}
+            return {"src_host": source["host"], **_fetched(got)}
         except FetchError as err:
             errors.append(str(err))
     raise FetchError("; ".join(errors))
@@ -201,7 +206,7 @@ def run_reduce(task: dict, data_dir: Path, notices: queue.Queue[dict], speed: Sp
     def worker(connection: Connection, ip: str, paths: list[str], dscp: int | None) -> None:
         try:
             got = fetch(ip, paths, task.get("rate_bps"), pacer, dscp=dscp)
-            result = {"src_host": connection.host, "bytes": got.bytes, "start": got.start, "end": got.end}
+            result = {"src_host": connection.host, **_fetched(got)}
             results.put((connection, {**result, "elephant": dscp is not None}))
         except FetchError:
             results.put((connection, None))

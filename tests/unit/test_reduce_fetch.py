@@ -18,7 +18,7 @@ def test_a_stalled_connection_is_retried_until_it_succeeds_and_a_host_serves_its
         connections.append((ip, paths))
         if ip == "10.0.0.2" and len(connections) < 4:
             raise FetchError("timed out")
-        return Fetch(ip, paths, 100 * len(paths), 0.0, 0.1)
+        return Fetch(ip, paths, 100 * len(paths), 0.0, 0.1, [(0.1, 100 * len(paths))])
 
     monkeypatch.setattr(task_module, "fetch", flaky_fetch)
     monkeypatch.setattr(task_module, "FETCH_RETRY_S", 0.01)

@@ -1,0 +1,38 @@
+"""A fetch notes the bytes it has received as it goes, which the circuit accounting reads against the
+circuit timeline: over loopback, with the receiving side paced so the fetch takes about a second."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from hybridbed.workers.fetch import DATA_PORT, RECEIVED_SAMPLE_S, DataServer, fetch
+from hybridbed.workers.pacing import Pacer, Rate
+
+SIZE = 1_000_000
+RATE_BPS = 8 * SIZE  # one second's worth
+
+
+@pytest.fixture
+def server(tmp_path):
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", DATA_PORT)) == 0:
+            pytest.skip(f"port {DATA_PORT} is taken on this machine")
+    (tmp_path / "out").write_bytes(b"x" * SIZE)
+    data_server = DataServer("127.0.0.1", tmp_path)
+    data_server.start()
+    yield data_server
+    data_server.shutdown()
+    data_server.server_close()
+
+
+def test_a_fetch_notes_its_bytes_as_they_arrive(server):
+    got = fetch("127.0.0.1", ["out"], pacer=Pacer(Rate(RATE_BPS), saved_s=0.0))
+    times = [t for t, _ in got.received]
+    counts = [b for _, b in got.received]
+    assert got.received[-1] == (got.end, SIZE)
+    assert len(got.received) >= 5, got.received  # a note every RECEIVED_SAMPLE_S of about a second
+    assert counts == sorted(counts) and counts[0] < SIZE / 2
+    assert all(b - a >= RECEIVED_SAMPLE_S for a, b in zip(times[:-2], times[1:-1]))
+    assert got.start <= times[0] and times[-1] <= got.end
