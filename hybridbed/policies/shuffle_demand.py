@@ -28,9 +28,14 @@ class ShuffleMatrix:
         self.racks = racks
         self._row = {t.task_id: i for i, t in enumerate(self.parents)}
         self.bytes = np.zeros((len(self.parents), len(self.consumers)))
-        for col, consumer in enumerate(self.consumers):
-            for source in job.sources_of(consumer):
-                self.bytes[self._row[source.task_id], col] = source.partition_for(consumer)
+        first_col = 0  # the consumers are the tasks of the stages with parents, stage after stage
+        for index, stage in enumerate(job.stages):
+            if not stage.parents:
+                continue
+            cols = slice(first_col, first_col + len(stage.tasks))
+            first_col = cols.stop
+            for source in (t for parent in stage.parents for t in job.stages[parent].tasks):
+                self.bytes[self._row[source.task_id], cols] = source.partition_bytes[index]  # a row at once
         self._src = np.full(len(self.parents), -1)  # each parent's rack as the sums have it (-1: not placed)
         self._fetched = np.zeros(self.bytes.shape, dtype=bool)
         self._marked = [(-1, 0)] * len(self.consumers)  # (attempt, count of `Task.fetched`) marked so far

@@ -1,5 +1,5 @@
 """The rack-pair shuffle of OCS hints (policies/shuffle_demand.py) against a plain loop over every partition,
-as tasks start, move, finish and fetch."""
+as tasks start, move, finish and fetch, for MapReduce jobs and a DAG whose last stage reads two stages."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hybridbed.policies.shuffle_demand import ShuffleDemand
-from hybridbed.scheduler.model import Job, JobSpec, Resources, TaskState, build_job
+from hybridbed.scheduler.model import Job, JobSpec, Resources, StageSpec, TaskState, build_job, dag_spec
 
 RACKS = 3
 HOSTS = {f"r{r}h{h}": r for r in range(RACKS) for h in range(2)}
@@ -50,6 +50,12 @@ def test_rack_pairs_follow_every_start_move_finish_and_fetch(seed):
         )
         for i in range(3)
     ]
+    stages = (  # a DAG: b reads a; c reads a and b
+        StageSpec("a", rng.randint(1, 4), 1.0, (), 10**6, rng.randint(10**5, 10**7)),
+        StageSpec("b", rng.randint(1, 3), 1.0, (0,), 0, rng.randint(10**5, 10**7)),
+        StageSpec("c", rng.randint(1, 3), 1.0, (0, 1), 0, 1000),
+    )
+    jobs.append(build_job(dag_spec("dag", 0, stages), Resources()))
     demand = ShuffleDemand()
     for _ in range(60):
         job = rng.choice(jobs)
@@ -61,7 +67,7 @@ def test_rack_pairs_follow_every_start_move_finish_and_fetch(seed):
             task.state = TaskState.DONE
             job.task_done(task.stage)
         elif task in job.reduces and task.state is TaskState.RUNNING:
-            task.fetched[rng.choice(job.maps).task_id] = None
+            task.fetched[rng.choice(job.sources_of(task)).task_id] = None
         got = demand.rack_pairs(jobs, HOSTS, RACKS)
         expected = plain_rack_pairs(jobs)
         assert got[0] == pytest.approx(expected[0]) and got[1] == pytest.approx(expected[1])
