@@ -77,14 +77,19 @@ def _transfer_rates(run: RunResults) -> dict[str, float]:
 
 
 def _wire_overhead(run: RunResults) -> dict[str, float]:
-    """Bytes the ToRs sent up (EPS and OCS) per byte the transfers between racks moved: 1 in the simulator;
-    in the emulation headers, acknowledgements and retransmissions add to it (with the share of TCP segments
-    the hosts sent again, which the fidelity monitor counts)."""
+    """Bytes the ToRs sent up (EPS and OCS) per byte the transfers between racks moved, and the OCS uplinks'
+    bytes per byte the flows' accounting put on circuits: 1 in the simulator; in the emulation headers,
+    acknowledgements and retransmissions add to both (with the share of TCP segments the hosts sent again,
+    which the fidelity monitor counts), and the second checks the emulation's circuit accounting against the
+    switches' counters (a full frame carries 1448 payload bytes in 1514: 1.046)."""
     flows = run.flows
     if flows.empty or run.links.empty:
         return {}
-    between_racks = flows.bytes[flows.src_rack != flows.dst_rack].sum()
-    measures = {"uplink bytes per byte between racks": float(sum(uplink_bytes(run.links)) / between_racks)}
+    between = flows[flows.src_rack != flows.dst_rack]
+    eps, ocs = uplink_bytes(run.links)
+    measures = {"uplink bytes per byte between racks": float((eps + ocs) / between.bytes.sum())}
+    if "ocs_bytes" in between and between.ocs_bytes.sum() > 0:  # (not accounted when the scheduler died)
+        measures["OCS uplink bytes per byte on circuits"] = float(ocs / between.ocs_bytes.sum())
     tcp = (run.summary.get("fidelity") or {}).get("tcp") or {}
     if tcp.get("retransmitted_share") is not None:
         measures["TCP segments retransmitted (share)"] = float(tcp["retransmitted_share"])

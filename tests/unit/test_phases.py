@@ -15,7 +15,7 @@ def task(task_id, job, kind, start, finish, attempt=0):
     return {"task_id": task_id, "job_id": job, "kind": kind, "attempt": attempt, "start_s": start, "finish_s": finish}
 
 
-def fetch(task_id, job, start, end, nbytes, path, attempt=0):
+def fetch(task_id, job, start, end, nbytes, path, attempt=0, ocs_bytes=0):
     return {
         "src_rack": 0,
         "dst_rack": 0 if path == "rack" else 1,
@@ -27,6 +27,7 @@ def fetch(task_id, job, start, end, nbytes, path, attempt=0):
         "start_s": start,
         "end_s": end,
         "path": path,
+        "ocs_bytes": ocs_bytes,
     }
 
 
@@ -60,7 +61,7 @@ def two_job_run() -> RunResults:
     flows = pd.DataFrame(
         [
             fetch("j0-r0", "j0", 5.0, 7.0, 250_000, "eps"),  # 1 Mb/s
-            fetch("j0-r0", "j0", 6.0, 8.0, 2_500_000, "ocs"),  # 10 Mb/s
+            fetch("j0-r0", "j0", 6.0, 8.0, 2_500_000, "ocs", ocs_bytes=2_500_000),  # 10 Mb/s
         ]
     )
     allocation = pd.DataFrame(
@@ -111,5 +112,6 @@ def test_measures_split_a_reducer_into_shuffle_and_compute_and_rate_fetches_by_p
     assert measures["reconfigurations"] == 3
     # 3 MB went up the uplinks for 2.75 MB moved between racks; the hosts retransmitted 2 % of their segments
     assert measures["uplink bytes per byte between racks"] == pytest.approx(3.0 / 2.75)
+    assert measures["OCS uplink bytes per byte on circuits"] == pytest.approx(2.7 / 2.5)  # the OCS uplink's
     assert measures["TCP segments retransmitted (share)"] == 0.02
     assert (measures["TCP timeouts"], measures["TCP reorderings"]) == (4, 3)
