@@ -65,7 +65,9 @@ def ocs_bytes_received(notes: list[tuple[float, int]], start: float, spans: list
     two consecutive notes count in proportion to the part of that stretch the circuit was lit. A connection
     runs at its circuit's rate while lit and at its share of the EPS while dark (the two differ up to tenfold),
     so spreading its bytes evenly over its life would undercount the circuit's; notes RECEIVED_SAMPLE_S apart
-    (workers/fetch.py) bound the error to the bytes of one such stretch at each lit spell's ends."""
+    (workers/fetch.py) bound the error to the bytes of one such stretch at each lit spell's ends. What remains
+    leans towards the circuit: bytes sent over the EPS just before a circuit lit are still queued there, and TCP
+    hands them over (and they are counted) after (docs/reproductions.md measures it against the counters)."""
     ocs = 0.0
     since, had = start, 0
     for at, received in notes:

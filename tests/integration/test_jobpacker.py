@@ -116,3 +116,8 @@ def test_in_steering_mode_elephant_the_marked_elephant_connections_ride_the_circ
     wire = WIRE_BYTES_PER_PAYLOAD_BYTE * elephants.bytes.sum()
     resent = summary["fidelity"]["tcp"]["retransmitted"] * FRAME_BYTES
     assert 0.5 * elephants.bytes.sum() <= summary["ocs_uplink_bytes"] <= wire + resent, (wire, resent)
+    # The bytes each connection's notes put on the circuits (what it received while its pair was lit) are what
+    # the OCS uplinks sent, in full frames, within the segments sent again and 5 % for the notes' spacing; the
+    # acknowledgements are not marked, so they take the EPS.
+    noted = elephants.ocs_bytes.sum() * FRAME_BYTES / 1448
+    assert 0.95 * (summary["ocs_uplink_bytes"] - resent) <= noted <= 1.05 * summary["ocs_uplink_bytes"], noted
