@@ -34,7 +34,7 @@ class ShuffleMatrix:
                 continue
             cols = slice(first_col, first_col + len(stage.tasks))
             first_col = cols.stop
-            for source in (t for parent in stage.parents for t in job.stages[parent].tasks):
+            for source in job.sources_of(stage.tasks[0]):  # the same for every task of the stage
                 self.bytes[self._row[source.task_id], cols] = source.partition_bytes[index]  # a row at once
         self._src = np.full(len(self.parents), -1)  # each parent's rack as the sums have it (-1: not placed)
         self._fetched = np.zeros(self.bytes.shape, dtype=bool)
