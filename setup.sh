@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One-command set-up for hybridbed on Debian/Ubuntu, as root. Idempotent: a second run only checks.
-#   - Debian packages: Mininet, Open vSwitch, iperf3, cgroup tools, ethtool, ping, iproute2, OpenSSH and socat
+#   - Debian packages: Mininet, Open vSwitch, cgroup tools, ethtool, ping, iproute2, OpenSSH and socat
 #     (a multi-server run reaches its further servers over ssh, and their workers reach the scheduler through
 #     socat relays; the two-server test starts an sshd of its own)
 #   - .venv in this checkout over /usr/bin/python3 with system site packages (Debian's mininet lives there)
@@ -13,7 +13,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-apt_packages=(mininet openvswitch-switch iperf3 cgroup-tools ethtool iputils-ping iproute2 procps python3-venv python3-dev
+apt_packages=(mininet openvswitch-switch cgroup-tools ethtool iputils-ping iproute2 procps python3-venv python3-dev
   openssh-client openssh-server socat)
 missing=()
 for pkg in "${apt_packages[@]}"; do

@@ -30,7 +30,7 @@ from hybridbed.testbed import probes
 from hybridbed.testbed.fidelity import aggregate_ratio, next_rack_pairs, ring_circuits
 from hybridbed.testbed.network import HybridNetwork
 
-SECONDS = 5.0  # each measurement, after iperf3's first second (slow start) is left out
+SECONDS = 5.0  # each measurement, after the flows' first second (slow start) is left out
 SETTLE_S = 0.5
 
 

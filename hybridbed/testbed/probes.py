@@ -1,4 +1,4 @@
-"""Measurements on a running HybridNetwork: TCP goodput (iperf3), byte counters per path, and the gap
+"""Measurements on a running HybridNetwork: TCP goodput (measured_flow), byte counters per path, and the gap
 in OCS delivery across a reconfiguration (packet sockets on the OCS switch ports).
 
 Everything here observes real traffic between the run's Mininet hosts; nothing is modelled.
@@ -10,16 +10,18 @@ import json
 import select
 import socket
 import struct
+import subprocess
 import threading
 import time
 from dataclasses import dataclass
 
-from mininet.node import Host
+import numpy as np
 
 from hybridbed.controller.events import OcsEvent
+from hybridbed.testbed import measured_flow
 from hybridbed.testbed.network import HybridNetwork
 
-IPERF_BASE_PORT = 5201
+FLOW_BASE_PORT = 5201
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
 PROBE_UDP_PORT = 9999
@@ -29,11 +31,18 @@ PROBE_RESOLUTION_S = 0.0001
 CHECK_MIN_RACKS = 3  # the reconfiguration probe moves rack 0's circuit from rack 1 to rack 2
 SO_TIMESTAMPNS = 35  # <asm-generic/socket.h>; the socket module does not export it
 TIMESTAMP_CMSG_SPACE = socket.CMSG_SPACE(16)  # struct timespec
+# Measured flows: every end must listen or be connected within the first (an ssh session to a further server
+# takes up to a second to open); the start time must reach every sender (an ssh session relays it); after
+# the senders stop, the bytes still queued reach the receivers within the last.
+FLOW_READY_TIMEOUT_S = 30.0
+START_MARGIN_S = 0.2
+FLOW_DRAIN_TIMEOUT_S = 30.0
 
 
 @dataclass
 class GoodputResult:
-    """One iperf3 flow as its receiver saw it: mean goodput after the omitted start, per-second goodput."""
+    """One flow as its receiver read it: mean goodput over the measured window, goodput in each whole second
+    of it, and every byte it received (those before and after the window too)."""
 
     src: str
     dst: str
@@ -42,29 +51,51 @@ class GoodputResult:
     bytes_received: int
 
 
-def _start_iperf_server(host: Host, port: int) -> None:
-    host.cmd(f"iperf3 -s -1 -D -J -p {port}")
+def _flow_end(net: HybridNetwork, host: tuple[int, int], args: list[str]) -> subprocess.Popen:
+    """One end of a measured flow, in `host`, by the interpreter with hybridbed on its server."""
+    rack, index = host
+    node = net.host(rack, index)
+    python = net.python_on(net.rack_server[rack])
+    # Mininet's default `mnexec -d` forks when its process leads its group, as an ssh session's command on a
+    # further server does; the session then ends with the parent and closes the child's stdin
+    return node.popen(
+        [python, "-m", "hybridbed.testbed.measured_flow", *args],
+        stdin=subprocess.PIPE,
+        mncmd=["mnexec", "-a", str(node.pid)],
+    )
 
 
-def _wait_listening(host: Host, port: int, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while f":{port} " not in host.cmd(f"ss -ltn sport = :{port}"):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"iperf3 server on {host.name}:{port} did not start")
-        time.sleep(0.05)
+def _expect(procs: list[subprocess.Popen], word: str, names: list[str]) -> None:
+    """Wait until every process has said `word`; name the first that says anything else or nothing in time."""
+    deadline = time.monotonic() + FLOW_READY_TIMEOUT_S
+    for proc, name in zip(procs, names):
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        line = proc.stdout.readline().decode(errors="replace").strip() if ready else "nothing"
+        if line != word:
+            raise RuntimeError(f"measured flow {name}: expected {word!r} within {FLOW_READY_TIMEOUT_S:g} s, got {line}")
 
 
-def _parse_iperf(src: str, dst: str, output: str) -> GoodputResult:
+def _outcome(proc: subprocess.Popen, name: str, timeout: float) -> dict:
+    out, _ = proc.communicate(timeout=timeout)
     try:
-        report = json.loads(output)
-    except ValueError:
-        raise RuntimeError(f"iperf3 {src}->{dst} gave no JSON report: {output[-300:]!r}") from None
+        report = json.loads(out.decode().strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise RuntimeError(f"measured flow {name} gave no report: {out[-300:]!r}") from None
     if "error" in report:
-        raise RuntimeError(f"iperf3 {src}->{dst} failed: {report['error']}")
-    # the receiver's intervals: the sender's only say when bytes entered its (possibly large) socket buffer
-    intervals = [i["sum"]["bits_per_second"] / 1e6 for i in report["server_output_json"]["intervals"]]
-    received = report["end"]["sum_received"]
-    return GoodputResult(src, dst, received["bits_per_second"] / 1e6, intervals, int(received["bytes"]))
+        raise RuntimeError(f"measured flow {name} failed: {report['error']}")
+    return report
+
+
+def window_goodput(
+    src: str, dst: str, notes: list[list[float]], received: int, begin: float, seconds: float
+) -> GoodputResult:
+    """The goodput a receiver's (unix time, bytes so far) notes show from `begin` for `seconds`."""
+    times, amounts = np.array(notes, dtype=float).T
+    whole_edges = begin + np.arange(int(seconds) + 1)
+    per_second = np.diff(np.interp(whole_edges, times, amounts)) * 8 / 1e6
+    first, last = np.interp([begin, begin + seconds], times, amounts)
+    return GoodputResult(src, dst, float((last - first) * 8 / seconds / 1e6), per_second.tolist(), received)
 
 
 def goodput(
@@ -74,41 +105,41 @@ def goodput(
     dscp: int | None = None,
     omit_s: float = 1.0,
 ) -> list[GoodputResult]:
-    """Run one TCP flow per (src, dst) pair, all at once, and return each one's received goodput.
+    """Run one TCP flow per (src, dst) pair, all starting at one wall-clock instant, and read every one's
+    goodput over the same window: the `seconds` after the first `omit_s` (slow start).
 
-    `omit_s` leaves slow start out of the average. `dscp` marks the flow's packets (steering mode `marked`).
+    `dscp` marks the flows' packets (steering mode `marked`). Servers' clocks agree within 5 ms (the
+    multi-server preflight's bound), so flows on different servers share the window too.
     """
-    servers = []
-    for i, (_, (r, h)) in enumerate(pairs):
-        port = IPERF_BASE_PORT + i
-        _start_iperf_server(net.host(r, h), port)
-        servers.append((net.host(r, h), port))
-    for host, port in servers:
-        _wait_listening(host, port)
-    tos = ["--tos", str(dscp << 2)] if dscp is not None else []
-    clients = []
-    for i, ((sr, sh), (dr, dh)) in enumerate(pairs):
-        dst_ip = net.plan.host(dr, dh).ip
-        cmd = [
-            "iperf3",
-            "-c",
-            dst_ip,
-            "-p",
-            str(IPERF_BASE_PORT + i),
-            "-t",
-            f"{seconds + omit_s:g}",
-            "-O",
-            f"{omit_s:g}",
-            "-J",
-            "--get-server-output",
-            *tos,
-        ]
-        clients.append(net.host(sr, sh).popen(cmd))
-    results = []
-    for ((sr, sh), (dr, dh)), proc in zip(pairs, clients):
-        out, _ = proc.communicate(timeout=seconds + omit_s + 30)
-        results.append(_parse_iperf(net.plan.host(sr, sh).name, net.plan.host(dr, dh).name, out.decode()))
-    return results
+    ends = [(net.plan.host(*src).name, net.plan.host(*dst).name) for src, dst in pairs]
+    names = [f"{src}->{dst}" for src, dst in ends]
+    tos = str(dscp << 2 if dscp is not None else 0)
+    receivers = [_flow_end(net, dst, ["receive", str(FLOW_BASE_PORT + i)]) for i, (_, dst) in enumerate(pairs)]
+    senders: list[subprocess.Popen] = []
+    try:
+        _expect(receivers, measured_flow.LISTENING, names)
+        for i, (src, dst) in enumerate(pairs):
+            address, port = net.plan.host(*dst).ip, str(FLOW_BASE_PORT + i)
+            senders.append(_flow_end(net, src, ["send", address, port, f"{omit_s + seconds:g}", "--tos", tos]))
+        _expect(senders, measured_flow.READY, names)
+        start = time.time() + START_MARGIN_S
+        for proc in senders:
+            assert proc.stdin is not None
+            proc.stdin.write(f"{start:.6f}\n".encode())
+            proc.stdin.flush()
+        timeout = START_MARGIN_S + omit_s + seconds + FLOW_DRAIN_TIMEOUT_S
+        for proc, name in zip(senders, names):
+            _outcome(proc, name, timeout)
+        reports = [_outcome(proc, name, timeout) for proc, name in zip(receivers, names)]
+    finally:
+        for proc in receivers + senders:  # those that failed or still wait
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return [
+        window_goodput(src, dst, report["notes"], report["bytes"], start + omit_s, seconds)
+        for (src, dst), report in zip(ends, reports)
+    ]
 
 
 def port_bytes(net: HybridNetwork) -> dict[str, dict[int, int]]:

@@ -124,8 +124,9 @@ def test_check_across_two_servers_keeps_rates_steering_and_the_reconfiguration_d
     assert report["steering_ok"]
     for single in ("eps_goodput_ratio", "ocs_goodput_ratio"):  # as on one machine (test_fabric.py)
         assert 0.90 <= report[single] <= 1.05, (single, report[single])
+    # every flow is read over one window, so no flow can take its peers' share: no more than the links carry
     for aggregate in ("all_to_all_eps_goodput_ratio", "all_to_all_ocs_goodput_ratio"):
-        assert LINK_INVALID_MEDIAN <= report[aggregate] <= 1.10, (aggregate, report[aggregate])
+        assert LINK_INVALID_MEDIAN <= report[aggregate] <= 1.0, (aggregate, report[aggregate])
     assert report["reconfig_delay_ms"] - 1 <= report["measured_gap_ms"] <= report["reconfig_delay_ms"] + 15
     assert _runs() == runs_before, "a server kept the run's state directory"
     assert _namespaces() == namespaces_before, "a server kept the run's namespace"
