@@ -25,15 +25,15 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
-from collections.abc import Callable, Container
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from hybridbed.config.addressing import FabricPlan
 from hybridbed.config.scenario import Scenario
-from hybridbed.controller.circuits import Circuit, Configuration, MeasuredDemand, combined_demand
+from hybridbed.controller.circuits import Configuration, MeasuredDemand, combined_demand
 from hybridbed.results.path_accounting import path_by_ocs_share
 from hybridbed.results.progress import Progress
 from hybridbed.results.records import (
@@ -53,7 +53,7 @@ from hybridbed.simulator.fabric import MBPS_TO_BYTES_S, FabricLinks, SimulatedOc
 from hybridbed.simulator.fairshare import RateSolver
 from hybridbed.simulator.flows import FINISH_TOLERANCE_S, Flow, FlowTable
 from hybridbed.workers.host_share import HostShare
-from hybridbed.workers.shuffle import ShuffleFetches
+from hybridbed.workers.shuffle import GroupTally, ShuffleFetches
 
 LOOPBACK_BYTES_S = 10e9  # a reducer reading its own host's map output: a local copy, not a link
 PROGRESS_INTERVAL_S = 0.5  # wall-clock seconds between progress reports
@@ -271,8 +271,10 @@ class Simulation:
             sources = len(self.cluster.jobs[task.job_id].sources_of(task))
             fetches = self._reduces[task.task_id] = ReduceFetches(task, task.attempt, sources)
             if self.elephants_wait:  # its waiting bytes per map rack: what a dark pair's elephants queue
-                rack_of, sizes = self.cluster.rack_of, fetches.sizes
-                fetches.plan.tally = lambda host, sources: (rack_of[host], sum(map(sizes.__getitem__, sources)))
+                sizes = fetches.sizes
+                fetches.plan.tally = GroupTally(
+                    self.cluster.rack_of.__getitem__, lambda sources: sum(map(sizes.__getitem__, sources))
+                )
             self._hold_shuffle_rate(fetches)
 
     def _compute_and_write(self, task: Task, attempt: int) -> None:
@@ -402,20 +404,29 @@ class Simulation:
         if fetches.task.task_id in self._paused:
             return
         task = fetches.task
-        for connection in fetches.plan.open(self._dark_elephant_hosts(fetches)):
+        dark = self._dark_elephant_racks(fetches)
+        if dark:
+            opened, passed_over = fetches.plan.open_passing_over(dark)
+            rack = self.cluster.rack_of[str(task.host)]
+            for src in passed_over:  # noted, so that the reducer opens connections when the pair lights
+                self._passed_over.setdefault((cast(int, src), rack), {})[task.task_id] = None
+        else:
+            opened = fetches.plan.open()
+        for connection in opened:
             size = sum(map(fetches.sizes.__getitem__, connection.sources))
             flow = Flow("shuffle", task, fetches.attempt, connection, connection.host, task.host, size, self.now)
             flow.elephant = any(source in fetches.elephants for source in connection.sources)
             self._start_flow(flow)
 
-    def _dark_elephant_hosts(self, fetches: ReduceFetches) -> Container[str]:
-        """The map hosts the reducer's fetchers pass over now: in elephants_wait mode, those behind a dark pair
-        of its elephant outputs (none to ask about when it has no elephant outputs or all their racks are lit:
-        a third of the calls in a paper-scale Fair run)."""
+    def _dark_elephant_racks(self, fetches: ReduceFetches) -> set[int]:
+        """The racks the reducer's fetchers pass over now, as Hadoop's fetchers pass over a host they cannot
+        copy from for now: in elephants_wait mode, those that hold its elephant outputs and have no lit
+        circuit to its rack (none when it has no elephant outputs: a third of the calls in a paper-scale Fair
+        run)."""
         if not self.elephants_wait or not fetches.elephant_racks:
-            return ()
-        hosts = _DarkElephantHosts(self.cluster.rack_of, self.ocs.lit, fetches, self._passed_over)
-        return hosts if hosts.dark else ()
+            return set()
+        rack, lit = self.cluster.rack_of[str(fetches.task.host)], self.ocs.lit
+        return {src for src in fetches.elephant_racks if src != rack and (src, rack) not in lit}
 
     def _hold_shuffle_rate(self, fetches: ReduceFetches) -> None:
         """Give the reducer's connections the link they share at its rate now (or none, uncapped)."""
@@ -575,33 +586,3 @@ class Simulation:
         for task_id in self._passed_over.pop((a, b), ()):
             if (fetches := self._reduces.get(task_id)) is not None:
                 self._pump(fetches)
-
-
-class _DarkElephantHosts:
-    """The map hosts a reducer's fetchers pass over in elephants_wait mode, as Hadoop's fetchers pass over a
-    host they cannot copy from for now: those on racks that hold the reducer's elephant outputs and have no
-    lit circuit to its rack. Each pair passed over is noted, so the reducer opens connections when it lights.
-    The dark racks are worked out once per call of `ShuffleFetches.open`, which asks about every waiting host."""
-
-    def __init__(
-        self,
-        rack_of: dict[str, int],
-        lit: dict[tuple[int, int], Circuit],
-        fetches: ReduceFetches,
-        passed_over: dict[tuple[int, int], dict[str, None]],  # rack pair -> reducers
-    ) -> None:
-        self.rack_of = rack_of
-        self.reducer = fetches.task.task_id
-        self.rack = rack_of[str(fetches.task.host)]
-        self.dark = {src for src in fetches.elephant_racks if src != self.rack and (src, self.rack) not in lit}
-        self.passed_over = passed_over
-        self._noted: set[int] = set()  # the dark racks passed over in this call, noted once each
-
-    def __contains__(self, host: object) -> bool:
-        src = self.rack_of[str(host)]
-        if src not in self.dark:
-            return False
-        if src not in self._noted:
-            self._noted.add(src)
-            self.passed_over.setdefault((src, self.rack), {})[self.reducer] = None
-        return True

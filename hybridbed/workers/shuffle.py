@@ -10,8 +10,10 @@ connection per map host and at most PARALLEL_FETCHES in all, however many maps i
 
 from __future__ import annotations
 
+import heapq
 import itertools
-from collections.abc import Callable, Container, Hashable
+import math
+from collections.abc import Callable, Collection, Container, Hashable, Iterator
 from dataclasses import dataclass, field
 
 from hybridbed.config.constants import PARALLEL_FETCHES
@@ -28,6 +30,15 @@ class Connection:
     sources: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class GroupTally:
+    """How map hosts are grouped and their outputs sized: the simulator groups hosts by rack, and the bytes
+    queued for a rack pair are the demand c-Through measures."""
+
+    group_of: Callable[[str], Hashable]
+    size_of: Callable[[tuple[str, ...]], int]
+
+
 @dataclass
 class ShuffleFetches:
     """A reducer's view of its parents' outputs: where each one is, which wait, which are under way."""
@@ -37,11 +48,13 @@ class ShuffleFetches:
     location: dict[str, str] = field(default_factory=dict)  # parent task -> the host its output is on now
     fetched: set[str] = field(default_factory=set)
     in_flight: dict[str, Connection] = field(default_factory=dict)  # host -> its open connection
-    # (host, parent tasks) -> (group, their bytes): what `waiting_by_group` adds up (None: nothing tallied). The
-    # simulator groups hosts by rack: the bytes queued for a rack pair are the demand c-Through measures.
-    tally: Callable[[str, tuple[str, ...]], tuple[Hashable, int]] | None = None
+    tally: GroupTally | None = None  # None: no bytes tallied per group, no `open_passing_over`
     waiting_by_group: dict[Hashable, int] = field(default_factory=dict)  # bytes of the outputs waiting, per group
     _waiting: dict[str, dict[str, None]] = field(default_factory=dict)  # host -> its outputs to fetch, in order
+    # with a tally: each waiting host's place in `_waiting`'s order, and the waiting hosts of each group in it
+    _place: dict[str, int] = field(default_factory=dict)
+    _group_hosts: dict[Hashable, dict[str, None]] = field(default_factory=dict)
+    _places: Iterator[int] = field(default_factory=itertools.count)
 
     def announce(self, source: str, host: str) -> None:
         """A parent's output is on `host` (again, when the parent ran once more elsewhere)."""
@@ -70,6 +83,41 @@ class ShuffleFetches:
                 hosts.append(host)
                 if len(hosts) == room:
                     break
+        return self._connect(hosts)
+
+    def open_passing_over(self, dark: Collection[Hashable]) -> tuple[list[Connection], list[Hashable]]:
+        """As `open`, passing over the hosts of the `dark` groups; also the dark groups a walk in `open`'s order
+        would have passed a host of before it was done, in the order it would have met them. The walk itself
+        is not taken: a reducer waiting for circuits has most of its map hosts behind dark pairs, and `open`
+        asked after each of them at every call. Each group's own hosts are in that order, so the hosts to
+        open are the first `room` among the first `room` of every other group."""
+        if self.tally is None:
+            raise ValueError("open_passing_over needs a tally: it passes over hosts by their group")
+        room = self.parallel - len(self.in_flight)
+        if room <= 0:
+            return [], []
+        in_flight, place = self.in_flight, self._place
+        dark_firsts = []  # (place, group): each dark group's first host without a connection
+        candidates = []  # (place, host): each other group's first `room` hosts without a connection
+        for group, hosts in self._group_hosts.items():
+            passed_over = group in dark
+            taken = 0
+            for host in hosts:
+                if host in in_flight:
+                    continue
+                if passed_over:
+                    dark_firsts.append((place[host], group))
+                    break
+                candidates.append((place[host], host))
+                taken += 1
+                if taken == room:
+                    break
+        chosen = [host for _, host in heapq.nsmallest(room, candidates)]
+        walked_to = place[chosen[-1]] if len(chosen) == room else math.inf
+        passed = [group for at, group in sorted(dark_firsts) if at < walked_to]
+        return self._connect(chosen), passed
+
+    def _connect(self, hosts: list[str]) -> list[Connection]:
         opened = []
         for host in hosts:
             sources = tuple(itertools.islice(self._waiting[host], self.per_connection))
@@ -90,23 +138,34 @@ class ShuffleFetches:
             self._wait(self.location[source], source)
 
     def _wait(self, host: str, source: str) -> None:
-        waiting = self._waiting.setdefault(host, {})
+        waiting = self._waiting.get(host)
+        if waiting is None:
+            waiting = self._waiting[host] = {}
+            if self.tally is not None:
+                self._place[host] = next(self._places)
+                self._group_hosts.setdefault(self.tally.group_of(host), {})[host] = None
         if source in waiting:  # told again: it keeps its place
             return
         waiting[source] = None
         if self.tally is not None:
-            group, size = self.tally(host, (source,))
-            self.waiting_by_group[group] = self.waiting_by_group.get(group, 0) + size
+            group = self.tally.group_of(host)
+            self.waiting_by_group[group] = self.waiting_by_group.get(group, 0) + self.tally.size_of((source,))
 
     def _unwait(self, host: str, sources: tuple[str, ...]) -> None:
         waiting = self._waiting[host]
         for source in sources:
             del waiting[source]
+        if self.tally is not None:
+            group = self.tally.group_of(host)
+            self.waiting_by_group[group] -= self.tally.size_of(sources)
         if not waiting:  # a host with nothing waiting is not offered to a fetcher
             del self._waiting[host]
-        if self.tally is not None:
-            group, size = self.tally(host, sources)
-            self.waiting_by_group[group] -= size
+            if self.tally is not None:
+                del self._place[host]
+                hosts = self._group_hosts[group]
+                del hosts[host]
+                if not hosts:
+                    del self._group_hosts[group]
 
     def _on_connection(self, source: str) -> bool:
         return any(source in c.sources for c in self.in_flight.values())

@@ -10,13 +10,15 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hybridbed.config.fabric import FabricSpec
 from hybridbed.scheduler.model import JobSpec, Resources, build_job
 from hybridbed.simulator.fabric import FabricLinks
 from hybridbed.simulator.flows import FINISH_FRACTION, Flow, FlowTable
 from hybridbed.workers.pacing import Pacer, Rate
-from hybridbed.workers.shuffle import MAX_OUTPUTS_PER_CONNECTION, Connection, ShuffleFetches
+from hybridbed.workers.shuffle import MAX_OUTPUTS_PER_CONNECTION, Connection, GroupTally, ShuffleFetches
 
 from .test_simulator import simulate
 
@@ -68,7 +70,7 @@ def test_a_failed_connection_waits_for_its_backoff_and_goes_to_where_an_output_r
 def test_the_bytes_waiting_per_group_follow_every_announcement_connection_and_failure():
     sizes = {f"h{h}-m{i}": 100 * h + i + 1 for h in range(4) for i in range(30)}
     group = {"h0": "r0", "h1": "r0", "h2": "r1", "h3": "r1", "h9": "r2"}
-    plan = ShuffleFetches(tally=lambda host, sources: (group[host], sum(sizes[s] for s in sources)))
+    plan = ShuffleFetches(tally=GroupTally(group.__getitem__, lambda sources: sum(sizes[s] for s in sources)))
 
     def recounted() -> dict[str, int]:
         """The outputs neither fetched nor on a connection, by the group of the host each is on now."""
@@ -100,6 +102,59 @@ def test_the_bytes_waiting_per_group_follow_every_announcement_connection_and_fa
         assert same() and all(c.sources for c in opened)  # never a connection with nothing to copy
     assert plan.fetched == set(sizes)
     assert set(plan.waiting_by_group.values()) == {0}
+
+
+class _NotingDarkHosts:
+    """What `open_passing_over` replaces: a container of the hosts of dark groups that notes each group the
+    first time `open`'s walk asks about one of its hosts."""
+
+    def __init__(self, group_of: dict[str, int], dark: set[int]) -> None:
+        self.group_of, self.dark, self.noted = group_of, dark, []
+
+    def __contains__(self, host: object) -> bool:
+        group = self.group_of[str(host)]
+        if group in self.dark and group not in self.noted:
+            self.noted.append(group)
+        return group in self.dark
+
+
+HOSTS = [f"h{i}" for i in range(12)]
+STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("announce"), st.integers(0, 40), st.sampled_from(HOSTS)),
+        st.tuples(st.just("open"), st.sets(st.integers(0, 3), max_size=4)),
+        st.tuples(st.just("done"), st.integers(0, 10)),
+        st.tuples(st.just("failed"), st.integers(0, 10)),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=STEPS, parallel=st.integers(1, 3), per_connection=st.integers(1, 3))
+def test_passing_over_dark_groups_opens_and_notes_what_the_walk_would(steps, parallel, per_connection):
+    """Two reducers told the same announcements, connections done and failed: one opens with the walk over
+    every waiting host, the other with the groups' merged host lists; the same connections open, and the same
+    dark groups are noted, in the same order."""
+    group_of = {host: int(host[1:]) % 4 for host in HOSTS}
+    tally = GroupTally(group_of.__getitem__, len)
+    walked, merged = (ShuffleFetches(parallel, per_connection, tally=tally) for _ in range(2))
+    for step in steps:
+        if step[0] == "announce":
+            for plan in (walked, merged):
+                plan.announce(f"m{step[1]}", step[2])
+        elif step[0] == "open":
+            dark_hosts = _NotingDarkHosts(group_of, step[1])
+            opened = walked.open(dark_hosts)
+            assert merged.open_passing_over(step[1]) == (opened, dark_hosts.noted)
+        elif walked.in_flight:
+            for plan in (walked, merged):
+                connection = list(plan.in_flight.values())[step[1] % len(plan.in_flight)]
+                if step[0] == "done":
+                    plan.done(connection)
+                else:
+                    plan.failed(connection)
+        assert walked.waiting_by_group == merged.waiting_by_group
 
 
 def test_connections_sharing_one_pacer_hold_the_task_to_its_rate_together():
