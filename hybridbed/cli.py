@@ -18,6 +18,7 @@ from rich.table import Table
 from hybridbed.config.fabric import FabricSpec, OcsSpec, circuit_scheduler_problems
 from hybridbed.config.servers import ServersNotReady, ServerSpec, load_servers, place_racks
 from hybridbed.config.validation import SpecError, parse_spec
+from hybridbed.testbed.interrupts import stop_on_signals
 
 if TYPE_CHECKING:  # pandas loads only for the commands that use it
     import pandas as pd
@@ -158,15 +159,6 @@ def ocs_from_args(args: argparse.Namespace) -> OcsSpec:
     )
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-def _terminate_on_sigterm() -> None:
-    """Turn SIGTERM into the same orderly tear-down as Ctrl-C."""
-    signal.signal(signal.SIGTERM, _interrupt)
-
-
 def cmd_net(args: argparse.Namespace) -> int:
     from hybridbed.testbed.network import HybridNetwork
 
@@ -174,7 +166,7 @@ def cmd_net(args: argparse.Namespace) -> int:
     if problems := circuit_scheduler_problems(fabric, ocs):
         raise SpecError("; ".join(problems))
     servers = _servers(args)
-    _terminate_on_sigterm()
+    stop_on_signals()
     with console.status(f"bringing up {fabric.racks} racks x {fabric.hosts_per_rack} hosts ..."):
         net = HybridNetwork(fabric, ocs, servers=servers)
         net.start()
@@ -234,7 +226,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             f"so a check of the hybrid fabric needs --racks {CHECK_MIN_RACKS} or more"
         )
     servers = _servers(args)
-    _terminate_on_sigterm()
+    stop_on_signals()
     with console.status(f"measuring a {fabric.racks}x{fabric.hosts_per_rack} fabric (about a minute) ..."):
         report = run_check(fabric, reconfig_delay_ms=args.delay_ms, seconds=args.seconds, servers=servers)
     if args.json:
@@ -283,7 +275,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     scenario = _load_for_backend(args, overrides)
     jobs = build_workload(scenario)
     out = _results_dir(args.out, f"{scenario.name}-{scenario.scheduler.policy}")
-    _terminate_on_sigterm()
+    stop_on_signals()
     console.print(
         f"[bold]{scenario.name}[/bold]: {len(jobs)} jobs under {scenario.scheduler.policy} on "
         f"{scenario.fabric.racks} racks x {scenario.fabric.hosts_per_rack} hosts ({scenario.backend}) -> {out}"
@@ -338,7 +330,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     workers = min(len(setups), args.workers if args.workers is not None else default_workers(scenario.backend))
     out = _results_dir(args.out, f"{scenario.name}-compare")
     jobs = len(build_workload(scenario))
-    _terminate_on_sigterm()
+    stop_on_signals()
     where = "one after another" if workers == 1 else f"{workers} at a time"
     console.print(
         f"[bold]{scenario.name}[/bold]: {jobs} jobs under {', '.join(setups)}, {where} ({scenario.backend}) -> {out}"
@@ -396,7 +388,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("results") / f"{sweep.name}-sweep-{Path(args.grid).stem}"
     where = f"Dask at {args.dask}" if args.dask else f"{workers} process(es)"
     console.print(f"[bold]{sweep.name}[/bold]: {len(sweep.points)} runs ({sweep.backend}) on {where} -> {out}")
-    _terminate_on_sigterm()
+    stop_on_signals()
     with Progress(
         TextColumn("runs"),
         BarColumn(),

@@ -33,7 +33,7 @@ from hybridbed.results.progress import Progress, read_progress
 from hybridbed.results.records import LinkCounter, LinkCounterLog
 from hybridbed.results.summary import add_flow_totals, add_uplink_totals, mark_status, summarize, update_summary
 from hybridbed.testbed.fidelity_monitor import FabricMonitor
-from hybridbed.testbed.interrupts import deferred_interrupts
+from hybridbed.testbed.interrupts import deferred_interrupts, stops_as_interrupts
 from hybridbed.testbed.network import HybridNetwork, NetworkStartError
 from hybridbed.workers.protocol import SOCKET_NAME
 from hybridbed.workloads.build import build_workload
@@ -61,86 +61,87 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
     ]
     monitor = FabricMonitor(scenario.fabric, out_dir / "fidelity.csv", host_pids, net.remotes)
     try:
-        task_cgroups = [net.task_cgroups_on(k) for k in servers]
-        hosts = [
-            {
-                "name": a.name,
-                "rack": a.rack,
-                "ip": a.ip,
-                "server": net.rack_server[a.rack],
-                "data_dir": str(_data_dir(net, a)),
-            }
-            for a in net.plan.hosts()
-        ]
-        socket_path = net.record.state_dir / SOCKET_NAME
-        (out_dir / "cluster.json").write_text(
-            json.dumps(
+        with stops_as_interrupts():
+            task_cgroups = [net.task_cgroups_on(k) for k in servers]
+            hosts = [
                 {
-                    "socket": str(socket_path),
-                    "controller_port": DEFAULT_REST_PORT,
-                    "hosts": hosts,
-                    # this machine's: a lost worker's tasks elsewhere go with its server's part of the run
-                    "task_cgroups": {key: task_cgroups[0][key] for key in ("roots", "version")},
-                },
-                indent=2,
-            )
-        )
-        scheduler = subprocess.Popen(
-            [sys.executable, "-m", "hybridbed.experiments.scheduler_process", str(out_dir)],
-            stdout=(out_dir / "scheduler.log").open("w"),
-            stderr=subprocess.STDOUT,
-            preexec_fn=net.cgroup.join_self,
-        )
-        processes.append(scheduler)
-        net.record.add_process(scheduler.pid, "scheduler")
-        _wait_for_socket(str(socket_path), scheduler)
-        sockets = net.reach_from_every_server(socket_path)
-        (out_dir / "workers").mkdir()
-        w = scenario.workers
-        for address in net.plan.hosts():
-            node = net.net.get(address.name)
-            server = net.rack_server[address.rack]
-            cmd = [
-                net.python_on(server),
-                "-m",
-                "hybridbed.workers.agent",
-                "--scheduler-socket",
-                str(sockets[server]),
-                "--host",
-                address.name,
-                "--rack",
-                str(address.rack),
-                "--ip",
-                address.ip,
-                "--slots",
-                str(w.slots_per_host),
-                "--cores",
-                str(w.cores_per_host),
-                "--disk-read-mbps",
-                str(w.disk_read_mbps_per_host),
-                "--disk-write-mbps",
-                str(w.disk_write_mbps_per_host),
-                "--memory-mb",
-                str(w.memory_mb_per_host),
-                "--data-dir",
-                str(_data_dir(net, address)),
-                "--cgroup-roots",
-                *task_cgroups[server]["seen_from_hosts"],
-                "--cgroup-version",
-                str(task_cgroups[server]["version"]),
-                "--compute-mode",
-                w.compute,
-                "--heartbeat-s",
-                str(w.heartbeat_s),
+                    "name": a.name,
+                    "rack": a.rack,
+                    "ip": a.ip,
+                    "server": net.rack_server[a.rack],
+                    "data_dir": str(_data_dir(net, a)),
+                }
+                for a in net.plan.hosts()
             ]
-            proc = node.popen(
-                cmd, stdout=(out_dir / "workers" / f"{address.name}.log").open("w"), stderr=subprocess.STDOUT
+            socket_path = net.record.state_dir / SOCKET_NAME
+            (out_dir / "cluster.json").write_text(
+                json.dumps(
+                    {
+                        "socket": str(socket_path),
+                        "controller_port": DEFAULT_REST_PORT,
+                        "hosts": hosts,
+                        # this machine's: a lost worker's tasks elsewhere go with its server's part of the run
+                        "task_cgroups": {key: task_cgroups[0][key] for key in ("roots", "version")},
+                    },
+                    indent=2,
+                )
             )
-            processes.append(proc)
-            net.record.add_process(proc.pid, f"worker {address.name}")
-        code = _follow(net, scheduler, out_dir, scenario, monitor, on_progress)
-        if code != 0:
-            raise RunFailed(f"the scheduler exited with status {code}; see {out_dir / 'scheduler.log'}")
+            scheduler = subprocess.Popen(
+                [sys.executable, "-m", "hybridbed.experiments.scheduler_process", str(out_dir)],
+                stdout=(out_dir / "scheduler.log").open("w"),
+                stderr=subprocess.STDOUT,
+                preexec_fn=net.cgroup.join_self,
+            )
+            processes.append(scheduler)
+            net.record.add_process(scheduler.pid, "scheduler")
+            _wait_for_socket(str(socket_path), scheduler)
+            sockets = net.reach_from_every_server(socket_path)
+            (out_dir / "workers").mkdir()
+            w = scenario.workers
+            for address in net.plan.hosts():
+                node = net.net.get(address.name)
+                server = net.rack_server[address.rack]
+                cmd = [
+                    net.python_on(server),
+                    "-m",
+                    "hybridbed.workers.agent",
+                    "--scheduler-socket",
+                    str(sockets[server]),
+                    "--host",
+                    address.name,
+                    "--rack",
+                    str(address.rack),
+                    "--ip",
+                    address.ip,
+                    "--slots",
+                    str(w.slots_per_host),
+                    "--cores",
+                    str(w.cores_per_host),
+                    "--disk-read-mbps",
+                    str(w.disk_read_mbps_per_host),
+                    "--disk-write-mbps",
+                    str(w.disk_write_mbps_per_host),
+                    "--memory-mb",
+                    str(w.memory_mb_per_host),
+                    "--data-dir",
+                    str(_data_dir(net, address)),
+                    "--cgroup-roots",
+                    *task_cgroups[server]["seen_from_hosts"],
+                    "--cgroup-version",
+                    str(task_cgroups[server]["version"]),
+                    "--compute-mode",
+                    w.compute,
+                    "--heartbeat-s",
+                    str(w.heartbeat_s),
+                ]
+                proc = node.popen(
+                    cmd, stdout=(out_dir / "workers" / f"{address.name}.log").open("w"), stderr=subprocess.STDOUT
+                )
+                processes.append(proc)
+                net.record.add_process(proc.pid, f"worker {address.name}")
+            code = _follow(net, scheduler, out_dir, scenario, monitor, on_progress)
+            if code != 0:
+                raise RunFailed(f"the scheduler exited with status {code}; see {out_dir / 'scheduler.log'}")
         status = "done"
     except KeyboardInterrupt:
         status = "interrupted"

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from hybridbed.config.validation import SpecError
+from hybridbed.testbed.interrupts import stop
 
 STOP_SIGNAL = signal.SIGUSR1
 _in_run = False  # in a worker: a run is under way (what STOP_SIGNAL interrupts)
@@ -115,7 +116,7 @@ def _stop_run(signum: int, frame: object) -> None:
     global _stopped
     _stopped = True
     if _in_run:
-        raise KeyboardInterrupt
+        stop(signum, frame)
 
 
 def _as_run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -31,7 +31,7 @@ from hybridbed.results.summary import add_flow_totals, add_uplink_totals, summar
 from hybridbed.scheduler.core import PolicyError
 from hybridbed.simulator.engine import ResultLogs, Simulation, SimulationTimeout
 from hybridbed.simulator.fairshare import RateSolver
-from hybridbed.testbed.interrupts import deferred_interrupts
+from hybridbed.testbed.interrupts import deferred_interrupts, stops_as_interrupts
 from hybridbed.workloads.build import build_workload
 
 FLUSH_INTERVAL_S = 1.0
@@ -62,17 +62,23 @@ def run_simulation(
     )
     simulation = Simulation(scenario, logs, rates)
     status, started = "failed", time.perf_counter()
+    error: str | None = None  # why a failed run failed, for its summary
     planning_s = 0.0
     try:
-        simulation.policy.plan(specs, simulation.cluster)
-        planning_s = time.perf_counter() - started
-        write_plan(out_dir, simulation.policy.plan_rows())
-        simulation.run(specs, on_progress)
+        with stops_as_interrupts():
+            simulation.policy.plan(specs, simulation.cluster)
+            planning_s = time.perf_counter() - started
+            write_plan(out_dir, simulation.policy.plan_rows())
+            simulation.run(specs, on_progress)
         status = "done"
     except (SimulationTimeout, PolicyError) as err:
-        raise RunFailed(str(err)) from err
+        error = str(err)
+        raise RunFailed(error) from err
     except KeyboardInterrupt:
         status = "interrupted"  # the results so far are written, marked as such
+        raise
+    except Exception as err:
+        error = f"{type(err).__name__}: {err}"
         raise
     finally:
         with deferred_interrupts():  # a second Ctrl-C must not cut the results short
@@ -103,6 +109,7 @@ def run_simulation(
                     "events": simulation.events,
                     "planning_wall_s": round(planning_s, 3),
                     "wall_s": round(time.perf_counter() - started, 3),
+                    **({"error": error} if error else {}),
                 },
             )
     return summary

@@ -1,4 +1,9 @@
-"""Teardowns that a second Ctrl-C cannot cut short.
+"""Interrupts: runs that know they were stopped, and teardowns that a second Ctrl-C cannot cut short.
+
+A signal that stops a run raises KeyboardInterrupt wherever the run is. A library cut short mid-call can then
+fail in its own way (numba, stopped while compiling, later raises RuntimeError), and that error would mark the
+run failed. So the handlers here note that a stop was asked, and `stops_as_interrupts` re-raises any error that
+comes after as the interruption it is.
 
 A user who presses Ctrl-C again while a run is being torn down would otherwise raise KeyboardInterrupt inside
 the teardown and leave namespaces, bridges and cgroups behind. While `deferred_interrupts` is active, SIGINT and
@@ -14,8 +19,34 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 
 NOTICE = "hybridbed: still tearing down; `hybridbed clean` removes what is left if this process is killed"
+_stop_asked = False  # a signal told this process to stop
+
+
+def stop(signum: int, frame: object) -> NoReturn:
+    """Signal handler: note that this process was told to stop, and unwind as Ctrl-C does."""
+    global _stop_asked
+    _stop_asked = True
+    raise KeyboardInterrupt
+
+
+def stop_on_signals() -> None:
+    """Ctrl-C and SIGTERM stop this process with `stop` (SIGTERM then tears down in order, as Ctrl-C does)."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stop)
+
+
+@contextmanager
+def stops_as_interrupts() -> Iterator[None]:
+    """An error raised inside, after a signal told this process to stop, is re-raised as KeyboardInterrupt."""
+    try:
+        yield
+    except Exception as err:
+        if _stop_asked:
+            raise KeyboardInterrupt from err
+        raise
 
 
 @contextmanager

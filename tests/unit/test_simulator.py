@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -252,6 +253,30 @@ def test_a_policy_error_fails_the_run_and_keeps_what_was_written(tmp_path, monke
         simulate(tmp_path, "fifo", "bad")
     summary = json.loads((tmp_path / "bad" / "summary.json").read_text())
     assert summary["status"] == "failed" and (tmp_path / "bad" / "tasks.csv").exists()
+    assert "policy fifo chose" in summary["error"]
+
+
+@pytest.mark.parametrize("stopped", [False, True])
+def test_an_error_after_a_stop_signal_marks_the_run_interrupted_and_any_other_error_says_what_failed(
+    tmp_path, monkeypatch, stopped
+):
+    from hybridbed.policies.fifo import FifoPolicy
+    from hybridbed.testbed import interrupts
+
+    monkeypatch.setattr(interrupts, "_stop_asked", False)
+
+    def next_task_cut_short(self, host, cluster):
+        if stopped:  # a library that swallows the KeyboardInterrupt and fails in its own way (numba compiling)
+            with pytest.raises(KeyboardInterrupt):
+                interrupts.stop(signal.SIGUSR1, None)
+        raise RuntimeError("no compiled object yet")
+
+    monkeypatch.setattr(FifoPolicy, "next_task", next_task_cut_short)
+    with pytest.raises(KeyboardInterrupt if stopped else RuntimeError):
+        simulate(tmp_path, "fifo", "cut")
+    summary = json.loads((tmp_path / "cut" / "summary.json").read_text())
+    assert summary["status"] == ("interrupted" if stopped else "failed")
+    assert summary.get("error") == (None if stopped else "RuntimeError: no compiled object yet")
 
 
 @pytest.mark.parametrize("policy", ["fair", "fair-slots"])
