@@ -20,9 +20,12 @@ place, set from measured runs (docs/network.md, "Reading the fidelity verdict"):
   (see DATAPATH_LOSS_WARN_SHARE), good to a few tenths of a percent.
 - Circuits: the dark time of a reconfiguration (controller-measured, from sending the unsteering to the
   barriers that confirm the new circuits: an upper bound on what packets see) against the configured delay,
-  and the control lag (demand sampled to new circuits forwarding, reported only). At a 10 ms delay a
-  healthy run's dark time is 1.11x the delay at the median and 1.17x at p95 (`hybridbed check` measures
-  the packets); with the datapath starved, 9.7x at p95.
+  and the control lag (demand sampled to new circuits forwarding, reported only). The upper quartile is
+  judged: Open vSwitch's main thread, which applies flow entries and answers barriers, also forwards the
+  packets, and under load it stalls now and then for 10-30 ms (packets measured it: a 41.7 ms gap at a
+  10 ms delay), so a healthy run's largest one or two of its 15-20 reconfigurations, its p95, cross any
+  bound set on the rest. At a 10 ms delay healthy quickstart runs give 1.22-1.38x at the median and
+  1.43-1.95x at p95; with the datapath starved, every reconfiguration is late.
 
 `ok`: nothing crossed a threshold; `warn`: usable, with the reasons stated; `invalid`: the run measured
 the machine rather than the policy, and is not a result.
@@ -48,8 +51,10 @@ MIN_BACKLOGGED_INTERVALS = 10  # fewer, and a class's rates are not judged (too 
 # refused again (tc counts two drops) and frees the rest of the batch unoffered (tc counts none).
 DATAPATH_LOSS_WARN_SHARE = 0.005
 DATAPATH_LOSS_INVALID_SHARE = 0.02  # the send buffer at the kernel's default lost 2.6-4.7 %
-DARK_P95_WARN = 2.0  # dark time / configured delay: circuits up a whole delay late
-DARK_P95_INVALID = 5.0
+# Dark time / configured delay at the upper quartile: a quarter of the reconfigurations brought their circuits
+# up a whole delay late (warn) or four delays late (invalid).
+DARK_P75_WARN = 2.0
+DARK_P75_INVALID = 5.0
 LINK_CLASSES = ("host", "tor-eps", "tor-ocs")
 # A standing queue holds at least this share of its port's limit at both ends of an interval. Set from 93
 # runs' samples: healthy runs whose link class fell below LINK_INVALID_MEDIAN (the GENI scenario's 10 Mb/s
@@ -68,9 +73,10 @@ class Verdict:
 
 def _quantiles(values: pd.Series) -> dict[str, float | int | None]:
     if values.empty:
-        return {"median": None, "p95": None, "max": None, "count": 0}
+        return {"median": None, "p75": None, "p95": None, "max": None, "count": 0}
     return {
         "median": round(float(values.median()), 3),
+        "p75": round(float(values.quantile(0.75)), 3),
         "p95": round(float(values.quantile(0.95)), 3),
         "max": round(float(values.max()), 3),
         "count": int(len(values)),
@@ -167,11 +173,11 @@ def judge(cpu: dict, links: dict[str, dict], circuits: dict, datapath: dict | No
             warn.append(f"{said}, below {LINK_WARN_MEDIAN:g}")
     dark = circuits["dark_time_ratio"]
     if dark["count"]:
-        said = f"dark time {dark['p95']:g}x the configured delay at p95"
-        if dark["p95"] > DARK_P95_INVALID:
-            invalid.append(f"{said}, above {DARK_P95_INVALID:g}")
-        elif dark["p95"] > DARK_P95_WARN:
-            warn.append(f"{said}, above {DARK_P95_WARN:g}")
+        said = f"dark time {dark['p75']:g}x the configured delay at the upper quartile"
+        if dark["p75"] > DARK_P75_INVALID:
+            invalid.append(f"{said}, above {DARK_P75_INVALID:g}")
+        elif dark["p75"] > DARK_P75_WARN:
+            warn.append(f"{said}, above {DARK_P75_WARN:g}")
     if invalid:
         return Verdict("invalid", invalid + warn)
     return Verdict("warn", warn) if warn else Verdict("ok", [])
