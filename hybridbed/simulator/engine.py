@@ -538,22 +538,19 @@ class Simulation:
         those its reducers' fetchers passed over (queued at the hosts: how c-Through estimates demand)."""
         waiting = {pair: sum(left for _, left in flows) for pair, flows in self._waiting.items() if flows}
         rack_of = self.cluster.rack_of
-        dark_racks: dict[str, set[int]] = {}  # reducer -> the source racks it passed over
-        for (a, _), reducers in self._passed_over.items():
-            for task_id in reducers:
-                dark_racks.setdefault(task_id, set()).add(a)
-        passed_over: dict[tuple[int, int], float] = {}
-        for task_id, racks in dark_racks.items():
-            if (fetches := self._reduces.get(task_id)) is None:
-                continue
-            b, by_rack = rack_of[str(fetches.task.host)], fetches.plan.waiting_by_group
-            for a in racks:
-                passed_over[a, b] = passed_over.get((a, b), 0.0) + by_rack.get(a, 0)
-        for pair in list(self._passed_over):
-            if passed_over.get(pair, 0.0) > 0:
-                waiting[pair] = waiting.get(pair, 0.0) + passed_over[pair]
+        for (a, b), reducers in list(self._passed_over.items()):
+            queued = 0.0
+            for task_id in list(reducers):
+                fetches = self._reduces.get(task_id)
+                left = fetches.plan.waiting_by_group.get(a, 0) if fetches is not None else 0
+                if left > 0 and rack_of[str(fetches.task.host)] == b:
+                    queued += left
+                else:  # fetched since, or the reducer is gone (or runs again elsewhere)
+                    del reducers[task_id]
+            if reducers:
+                waiting[a, b] = waiting.get((a, b), 0.0) + queued
             else:
-                del self._passed_over[pair]  # fetched since, or the reducers are gone
+                del self._passed_over[a, b]
         return waiting
 
     def _ocs_slot(self, round_: int, configuration: Configuration) -> None:
