@@ -24,7 +24,7 @@ place, set from measured runs (docs/network.md, "Reading the fidelity verdict"):
   judged: Open vSwitch's main thread, which applies flow entries and answers barriers, also forwards the
   packets, and under load it stalls now and then for 10-30 ms (packets measured it: a 41.7 ms gap at a
   10 ms delay), so a healthy run's largest one or two of its 15-20 reconfigurations, its p95, cross any
-  bound set on the rest. At a 10 ms delay eight healthy quickstart runs gave 1.34-1.51x at the upper
+  bound set on the rest. At a 10 ms delay eleven healthy quickstart runs gave 1.31-1.51x at the upper
   quartile (1.44-1.95x at p95); with the datapath starved, 9.47x.
 
 `ok`: nothing crossed a threshold; `warn`: usable, with the reasons stated; `invalid`: the run measured
