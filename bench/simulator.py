@@ -2,10 +2,12 @@
 simulated seconds per wall second, with the reference rate computation (progressive filling) run on the
 same setup for the wall-time ratio and the check that both give the same makespan and JCTs to the
 millisecond. Targets: at most 15 s per setup at paper scale (20 racks x 30 servers, the 1000 FB-2009 jobs
-of scenarios/jobpacker-paper-sim.yaml) and at most 300 s at 10x (--scale 10: 200 racks x 30 servers,
+of scenarios/jobpacker-paper-sim-coarse.yaml) and at most 300 s at 10x (--scale 10: 200 racks x 30 servers,
 10,000 synthetic jobs with the paper's shuffle percentiles, as FB-2009 has only 1165 jobs in the range),
-on a 2-core machine. `--scenario` measures another scenario instead (scenarios/jobpacker-paper-sim-hadoop.yaml:
-the same jobs with Hadoop's task shape, some 13 M flows), without the targets. No root needed:
+on a 2-core machine. The targets are measured on the coarse task shape: Hadoop's (scenarios/jobpacker-paper-sim.yaml,
+some 13 M flows at paper scale) would take hours per setup at 10x, and its reference path hours at 1x.
+`--scenario` measures another scenario instead (such as jobpacker-paper-sim.yaml), without the targets.
+No root needed:
     .venv/bin/python bench/simulator.py [--scale 1|10] [--jobs N] [--policies fair,corral,jobpacker,f-eps]
                                         [--no-reference] [--scenario SCENARIO.yaml]
 """
@@ -29,7 +31,7 @@ from hybridbed.experiments.simulated import run_simulation
 from hybridbed.results.progress import Progress
 from hybridbed.simulator.fairshare import RateSolver, progressive_filling_rates
 
-SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "jobpacker-paper-sim.yaml"
+SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "jobpacker-paper-sim-coarse.yaml"
 TARGET_S = {1: 15.0, 10: 300.0}  # wall seconds per setup (issue: the simulator at paper scale in seconds)
 PROGRESS_S = 30.0  # wall seconds between progress lines
 TEN_X = {"fabric.racks": 200, "workload.source": "synthetic", "workload.jobs": 10_000}

@@ -20,7 +20,7 @@ from hybridbed.experiments.scenarios import load_scenario
 from hybridbed.scheduler.model import JobSpec
 from hybridbed.workloads.build import build_workload
 
-SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "jobpacker-paper-sim.yaml"
+SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "jobpacker-paper-sim-coarse.yaml"
 PERCENTILES = (5, 50, 95, 100)
 
 

@@ -19,7 +19,7 @@ from hybridbed.results.plots import plot_comparison
 from hybridbed.workloads.build import build_workload
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yaml"
-PAPER_SCALE = QUICKSTART.parent / "jobpacker-paper-sim.yaml"
+PAPER_SCALE = QUICKSTART.parent / "jobpacker-paper-sim-coarse.yaml"
 
 
 def test_f_eps_is_fair_on_the_eps_only_variant_at_the_ocs_rate():

@@ -176,7 +176,7 @@ def test_f_eps_has_no_circuits(tmp_path):
     [
         ("quickstart.yaml", "jobpacker", {}),
         # the paper's OCS model (ocs.elephants_wait): Fair's reducers pass over rack pairs without a circuit
-        ("jobpacker-paper-sim.yaml", "fair", {"workload.jobs": 100}),
+        ("jobpacker-paper-sim-coarse.yaml", "fair", {"workload.jobs": 100}),
     ],
     ids=["quickstart", "elephants-wait"],
 )
