@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from hybridbed.config.validation import SpecError
-from hybridbed.testbed.interrupts import stop
+from hybridbed.testbed.interrupts import note_stop, stop_asked
 
 STOP_SIGNAL = signal.SIGUSR1
 _in_run = False  # in a worker: a run is under way (what STOP_SIGNAL interrupts)
-_stopped = False  # in a worker: STOP_SIGNAL came (a run handed to it after that does not start)
 Key = TypeVar("Key")
 POOL_WORKER_LOST: tuple[type[BaseException], ...] = (BrokenProcessPool,)  # how a pool's future tells its worker died
 
@@ -113,15 +112,14 @@ def _worker_signals() -> None:
 
 
 def _stop_run(signum: int, frame: object) -> None:
-    global _stopped
-    _stopped = True
+    note_stop()  # a run handed to this worker after now does not start
     if _in_run:
-        stop(signum, frame)
+        raise KeyboardInterrupt
 
 
 def _as_run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     global _in_run
-    if _stopped:  # handed over before the pool's owner could cancel it
+    if stop_asked():  # handed over before the pool's owner could cancel it
         raise KeyboardInterrupt
     _in_run = True
     try:

@@ -25,10 +25,20 @@ NOTICE = "hybridbed: still tearing down; `hybridbed clean` removes what is left 
 _stop_asked = False  # a signal told this process to stop
 
 
-def stop(signum: int, frame: object) -> NoReturn:
-    """Signal handler: note that this process was told to stop, and unwind as Ctrl-C does."""
+def note_stop() -> None:
+    """Note that this process was told to stop (what `stops_as_interrupts` and `stop_asked` read)."""
     global _stop_asked
     _stop_asked = True
+
+
+def stop_asked() -> bool:
+    """Whether a signal has told this process to stop."""
+    return _stop_asked
+
+
+def stop(signum: int, frame: object) -> NoReturn:
+    """Signal handler: note that this process was told to stop, and unwind as Ctrl-C does."""
+    note_stop()
     raise KeyboardInterrupt
 
 
