@@ -63,82 +63,10 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
     try:
         with stops_as_interrupts():
             task_cgroups = [net.task_cgroups_on(k) for k in servers]
-            hosts = [
-                {
-                    "name": a.name,
-                    "rack": a.rack,
-                    "ip": a.ip,
-                    "server": net.rack_server[a.rack],
-                    "data_dir": str(_data_dir(net, a)),
-                }
-                for a in net.plan.hosts()
-            ]
-            socket_path = net.record.state_dir / SOCKET_NAME
-            (out_dir / "cluster.json").write_text(
-                json.dumps(
-                    {
-                        "socket": str(socket_path),
-                        "controller_port": DEFAULT_REST_PORT,
-                        "hosts": hosts,
-                        # this machine's: a lost worker's tasks elsewhere go with its server's part of the run
-                        "task_cgroups": {key: task_cgroups[0][key] for key in ("roots", "version")},
-                    },
-                    indent=2,
-                )
-            )
-            scheduler = subprocess.Popen(
-                [sys.executable, "-m", "hybridbed.experiments.scheduler_process", str(out_dir)],
-                stdout=(out_dir / "scheduler.log").open("w"),
-                stderr=subprocess.STDOUT,
-                preexec_fn=net.cgroup.join_self,
-            )
-            processes.append(scheduler)
-            net.record.add_process(scheduler.pid, "scheduler")
+            socket_path = _write_cluster(net, out_dir, task_cgroups[0])
+            scheduler = _start_scheduler(net, out_dir, processes)
             _wait_for_socket(str(socket_path), scheduler)
-            sockets = net.reach_from_every_server(socket_path)
-            (out_dir / "workers").mkdir()
-            w = scenario.workers
-            for address in net.plan.hosts():
-                node = net.net.get(address.name)
-                server = net.rack_server[address.rack]
-                cmd = [
-                    net.python_on(server),
-                    "-m",
-                    "hybridbed.workers.agent",
-                    "--scheduler-socket",
-                    str(sockets[server]),
-                    "--host",
-                    address.name,
-                    "--rack",
-                    str(address.rack),
-                    "--ip",
-                    address.ip,
-                    "--slots",
-                    str(w.slots_per_host),
-                    "--cores",
-                    str(w.cores_per_host),
-                    "--disk-read-mbps",
-                    str(w.disk_read_mbps_per_host),
-                    "--disk-write-mbps",
-                    str(w.disk_write_mbps_per_host),
-                    "--memory-mb",
-                    str(w.memory_mb_per_host),
-                    "--data-dir",
-                    str(_data_dir(net, address)),
-                    "--cgroup-roots",
-                    *task_cgroups[server]["seen_from_hosts"],
-                    "--cgroup-version",
-                    str(task_cgroups[server]["version"]),
-                    "--compute-mode",
-                    w.compute,
-                    "--heartbeat-s",
-                    str(w.heartbeat_s),
-                ]
-                proc = node.popen(
-                    cmd, stdout=(out_dir / "workers" / f"{address.name}.log").open("w"), stderr=subprocess.STDOUT
-                )
-                processes.append(proc)
-                net.record.add_process(proc.pid, f"worker {address.name}")
+            _start_workers(net, scenario, out_dir, net.reach_from_every_server(socket_path), task_cgroups, processes)
             code = _follow(net, scheduler, out_dir, scenario, monitor, on_progress)
             if code != 0:
                 raise RunFailed(f"the scheduler exited with status {code}; see {out_dir / 'scheduler.log'}")
@@ -161,6 +89,97 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
             if status == "interrupted":  # the scheduler, stopped by SIGTERM, could only say it failed
                 mark_status(out_dir, status)
     return json.loads((out_dir / "summary.json").read_text())
+
+
+def _write_cluster(net: HybridNetwork, out_dir: Path, task_cgroups: dict) -> Path:
+    """cluster.json, which tells the scheduler process its socket, the controller and the hosts; returns the
+    socket's path."""
+    socket_path = net.record.state_dir / SOCKET_NAME
+    hosts = [
+        {
+            "name": a.name,
+            "rack": a.rack,
+            "ip": a.ip,
+            "server": net.rack_server[a.rack],
+            "data_dir": str(_data_dir(net, a)),
+        }
+        for a in net.plan.hosts()
+    ]
+    cluster = {
+        "socket": str(socket_path),
+        "controller_port": DEFAULT_REST_PORT,
+        "hosts": hosts,
+        # this machine's: a lost worker's tasks elsewhere go with its server's part of the run
+        "task_cgroups": {key: task_cgroups[key] for key in ("roots", "version")},
+    }
+    (out_dir / "cluster.json").write_text(json.dumps(cluster, indent=2))
+    return socket_path
+
+
+def _start_scheduler(net: HybridNetwork, out_dir: Path, processes: list[subprocess.Popen]) -> subprocess.Popen:
+    """The scheduler process, in the run's cgroup, added to `processes` and the run's record as it starts."""
+    scheduler = subprocess.Popen(
+        [sys.executable, "-m", "hybridbed.experiments.scheduler_process", str(out_dir)],
+        stdout=(out_dir / "scheduler.log").open("w"),
+        stderr=subprocess.STDOUT,
+        preexec_fn=net.cgroup.join_self,
+    )
+    processes.append(scheduler)
+    net.record.add_process(scheduler.pid, "scheduler")
+    return scheduler
+
+
+def _start_workers(
+    net: HybridNetwork,
+    scenario: Scenario,
+    out_dir: Path,
+    sockets: list[Path],
+    task_cgroups: list[dict],
+    processes: list[subprocess.Popen],
+) -> None:
+    """One worker agent in every emulated host, each added to `processes` and the run's record as it starts
+    (so a failure part way still stops those already started)."""
+    (out_dir / "workers").mkdir()
+    w = scenario.workers
+    for address in net.plan.hosts():
+        server = net.rack_server[address.rack]
+        cmd = [
+            net.python_on(server),
+            "-m",
+            "hybridbed.workers.agent",
+            "--scheduler-socket",
+            str(sockets[server]),
+            "--host",
+            address.name,
+            "--rack",
+            str(address.rack),
+            "--ip",
+            address.ip,
+            "--slots",
+            str(w.slots_per_host),
+            "--cores",
+            str(w.cores_per_host),
+            "--disk-read-mbps",
+            str(w.disk_read_mbps_per_host),
+            "--disk-write-mbps",
+            str(w.disk_write_mbps_per_host),
+            "--memory-mb",
+            str(w.memory_mb_per_host),
+            "--data-dir",
+            str(_data_dir(net, address)),
+            "--cgroup-roots",
+            *task_cgroups[server]["seen_from_hosts"],
+            "--cgroup-version",
+            str(task_cgroups[server]["version"]),
+            "--compute-mode",
+            w.compute,
+            "--heartbeat-s",
+            str(w.heartbeat_s),
+        ]
+        log = (out_dir / "workers" / f"{address.name}.log").open("w")
+        proc = net.net.get(address.name).popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        processes.append(proc)
+        net.record.add_process(proc.pid, f"worker {address.name}")
 
 
 def _data_dir(net: HybridNetwork, address: HostAddress) -> Path:
