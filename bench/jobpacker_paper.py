@@ -3,10 +3,10 @@ F-Hybrid's and Corral's, and every setup's shuffle OCS share, from comparisons o
 and mixed scenarios. Targets (the comparison issue): each change within 10 points of the paper's, and shuffle
 OCS shares of at least 0.9 for JobPacker, at most 0.35 for Corral and at most 0.1 for F-Hybrid, in that order.
 
-Without directories it runs the paper-scale scenarios in the simulator (scenarios/jobpacker-paper-sim*.yaml,
-Hadoop's task shape: about an hour each on a 2-core machine); given comparison directories it only reads them.
---geni judges them against the paper's GENI numbers instead (scenarios/jobpacker-geni*.yaml). No root needed
-to read or to simulate:
+Without directories it runs the three scenarios in the simulator: scenarios/jobpacker-paper-sim.yaml, -online
+and -mixed (Hadoop's task shape; the batch's four setups took 85 minutes on a 2-core VM, the three take hours),
+or with --geni jobpacker-geni.yaml, -online and -mixed, judged against the paper's GENI numbers. Given
+comparison directories (emulated or simulated) it only reads them. No root needed:
     .venv/bin/python bench/jobpacker_paper.py [--out DIR]
     .venv/bin/python bench/jobpacker_paper.py [--geni] [--batch DIR] [--online DIR] [--mixed DIR]
 """
@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hybridbed.experiments.comparison import compare, default_setups
+from hybridbed.experiments.process_pool import default_workers
 from hybridbed.experiments.scenarios import load_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
@@ -71,11 +72,12 @@ def scenario_path(kind: str, geni: bool) -> Path:
 
 
 def run_comparisons(geni: bool, out: Path) -> dict[str, Path]:
-    """The three scenarios' comparisons in the simulator, one after another, into out/<kind>."""
+    """The three scenarios' comparisons in the simulator, one after another (each with a run per CPU at once),
+    into out/<kind>."""
     dirs = {}
     for kind in KINDS:
         scenario = load_scenario(scenario_path(kind, geni), {"backend": "simulation"})
-        compare(scenario, default_setups(scenario), out / kind)
+        compare(scenario, default_setups(scenario), out / kind, workers=default_workers("simulation"))
         dirs[kind] = out / kind
     return dirs
 
