@@ -48,7 +48,7 @@ def max_min_rates(
     capacity; `capacities` holds every link's capacity; `caps` each flow's own limit (inf: none).
     A flow with neither a finite link nor a cap gets an infinite rate; a row of weight 0 stands for no flow
     and its rate means nothing."""
-    return _bottleneck_first(*solver_arrays(paths, capacities, caps, weights))
+    return bottleneck_first(*solver_arrays(paths, capacities, caps, weights))
 
 
 def progressive_filling_rates(
@@ -116,7 +116,8 @@ def _freeze(f, rate, paths, weights, counts, remaining):  # pragma: no cover (co
 
 
 @numba.njit(cache=True)
-def _bottleneck_first(paths, capacities, caps, weights):  # pragma: no cover (compiled)
+def bottleneck_first(paths, capacities, caps, weights):  # pragma: no cover (compiled)
+    """`max_min_rates` on its inputs in the compiled types (`solver_arrays`): what compiled callers call."""
     flows, hops = paths.shape
     links = capacities.size
     rates = np.full(flows, np.inf)

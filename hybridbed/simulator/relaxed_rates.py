@@ -28,7 +28,14 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from hybridbed.simulator.fairshare import LINK_INDEX, RELATIVE_TOLERANCE, link_loads, max_min_rates, solver_arrays
+from hybridbed.simulator.fairshare import (
+    LINK_INDEX,
+    RELATIVE_TOLERANCE,
+    bottleneck_first,
+    link_loads,
+    max_min_rates,
+    solver_arrays,
+)
 
 KEPT_LOAD = 0.5  # a link loaded to this share of its capacity stays in the relaxation (speed only: exact either way)
 SHRINK_EVERY = 32  # computations between drops of the links loaded below KEPT_LOAD
@@ -86,39 +93,32 @@ class RelaxedMaxMin:
             self._reset_rows(self._rows[1].size, paths.shape[1])
             rekeyed = np.zeros(0, dtype=np.int64)
         while True:
-            self.solves += 1
-            if self._regroup_all:
-                dirty = np.flatnonzero(weights > 0)
-            elif self._toggled.any():
-                dirty = np.concatenate([rekeyed, _crossing(paths, self._toggled)])
-            else:
-                dirty = rekeyed
-            rows = _merge(
-                paths, caps, dirty, self.kept, capacities.size, self._row_of, self._table, self._rows, self._row_count
+            status, self._row_count, loads, solves = _solve_relaxed(
+                paths,
+                self._padded,
+                caps,
+                weights,
+                rekeyed,
+                self._regroup_all,
+                self.kept,
+                self._toggled,
+                self._row_of,
+                self._table,
+                self._rows,
+                self._row_count,
+                rates,
             )
-            if rows < 0:  # no room for another row: start again with room for twice the live classes
-                self._reset_rows(max(1024, 2 * int(np.count_nonzero(weights))), paths.shape[1])
-                continue
-            self._regroup_all, self._row_count = False, rows
-            self._toggled[:] = False
-            rekeyed = rekeyed[:0]  # merged
-            row_weights, used, live = _row_weights(weights, self._row_of[:classes], rows)
-            if used < 0:  # a live class not merged yet (its flows came back without a rekey)
-                rekeyed = np.flatnonzero((weights > 0) & (self._row_of[:classes] < 0))
-                continue
-            if rows > 2 * used + 64:  # mostly rows of classes gone: start again without them
-                self._reset_rows(self._rows[1].size, paths.shape[1])
-                continue
-            if used > MERGE_AT_MOST * live + 64:
+            self.solves += solves
+            self._regroup_all = False
+            if status == _SOLVED:
+                break
+            if status == _BYPASS:
                 self._bypass = BYPASS_CALLS
                 return self._every_class(paths, capacities, caps, weights)
-            row_paths, row_caps = self._rows
-            row_rates = max_min_rates(row_paths[:rows], self._padded, row_caps[:rows], row_weights)
-            loads, overloaded = _spread(
-                paths, weights, self._row_of[:classes], row_rates, capacities, self.kept, self._toggled, rates
-            )
-            if not overloaded:
-                break
+            # no room for another row: start again with room for twice the live classes; mostly rows of
+            # classes gone: start again without them
+            room = max(1024, 2 * int(np.count_nonzero(weights))) if status == _NO_ROOM else self._rows[1].size
+            self._reset_rows(room, paths.shape[1])
         if self.computations % SHRINK_EVERY == 0:
             self._keep_loaded(loads, capacities)
         self.loads = loads
@@ -159,6 +159,49 @@ class RelaxedMaxMin:
         self._row_count = 0
         self._row_of[:] = -1
         self._regroup_all = True
+
+
+# what a relaxed computation came to: rates found, or what the object has to do before it tries again
+_SOLVED, _NO_ROOM, _STALE_ROWS, _BYPASS = 0, 1, 2, 3
+
+
+@numba.njit(cache=True)
+def _solve_relaxed(
+    paths, padded, caps, weights, rekeyed, regroup_all, kept, toggled, row_of, table, rows, count, rates
+):  # pragma: no cover (compiled)
+    """Merge the classes that changed into rows, solve over the rows, spread their rates to the classes (into
+    `rates`), and again while the result overloads a dropped link (which is kept from then on). One compiled
+    call: the Python around a computation's five steps cost as much as the smaller of them. Returns the
+    outcome (_SOLVED, or why not), the rows there are, what every link carries, and the solves made."""
+    row_paths, row_caps = rows
+    links = padded.size - 1  # the last is the relaxation's padding link
+    solves = 0
+    while True:
+        solves += 1
+        if regroup_all:
+            dirty = np.flatnonzero(weights > 0)
+        elif toggled.any():
+            dirty = np.concatenate((rekeyed, _crossing(paths, toggled)))
+        else:
+            dirty = rekeyed
+        count = _merge(paths, caps, dirty, kept, links, row_of, table, rows, count)
+        if count < 0:
+            return _NO_ROOM, 0, padded[:0], solves
+        regroup_all = False
+        toggled[:] = False
+        rekeyed = rekeyed[:0]  # merged
+        row_weights, used, live = _row_weights(weights, row_of, count)
+        if used < 0:  # a live class not merged yet (its flows came back without a rekey)
+            rekeyed = np.flatnonzero((weights > 0) & (row_of[: weights.size] < 0))
+            continue
+        if count > 2 * used + 64:
+            return _STALE_ROWS, count, padded[:0], solves
+        if used > MERGE_AT_MOST * live + 64:
+            return _BYPASS, count, padded[:0], solves
+        row_rates = bottleneck_first(row_paths[:count], padded, row_caps[:count], row_weights)
+        loads, overloaded = _spread(paths, weights, row_of, row_rates, padded[:links], kept, toggled, rates)
+        if not overloaded:
+            return _SOLVED, count, loads, solves
 
 
 @numba.njit(cache=True)
