@@ -139,9 +139,13 @@ class FlowTable:
     def _leave_class(self, cid: int) -> None:
         self.class_count[cid] -= 1
         if self.class_count[cid] == 0:
-            del self._class_of[self._class_keys[cid]]
-            self._class_keys[cid] = None
-            self._free_classes.append(cid)
+            self._free_class(cid)
+
+    def _free_class(self, cid: int) -> None:
+        """The class has no flows left: its row is free for another (cap, path)."""
+        del self._class_of[self._class_keys[cid]]
+        self._class_keys[cid] = None
+        self._free_classes.append(cid)
 
     # task links -----------------------------------------------------------------------------------
     def open_task_link(self, rate: float) -> int:
@@ -221,50 +225,53 @@ class FlowTable:
         return _time_to_next_finish(self.remaining, self.rate, len(self.flows))
 
     def pop_finished(self, now: float) -> list[Flow]:
-        """Remove and return the flows that have sent everything (in the order they were started)."""
+        """Remove and return the flows that have sent everything, in the order they were started (those started
+        at one instant from the last row up)."""
         done = _finished_rows(self.remaining, self.rate, self.start, len(self.flows), now)
-        finished = []
-        for row in done[::-1]:  # from the end, so a row moved into a hole is never one still to remove
-            finished.append(self._drop(row)[0])
+        finished = [flow for flow, _ in reversed(self._drop_rows(done))]
         return sorted(finished, key=lambda f: f.start_s) if len(finished) > 1 else finished
 
     def take_out(self, task: Task) -> list[tuple[Flow, float]]:
         """Remove the task's flows (it was suspended or killed): each with the bytes it has still to send."""
-        return self._drop_rows([row for row, flow in enumerate(self.flows) if flow.task is task])
+        return self._drop_rows(np.array([row for row, flow in enumerate(self.flows) if flow.task is task], np.int64))
 
     def take_out_pair(self, a: int, b: int) -> list[tuple[Flow, float]]:
         """Remove rack pair a->b's steerable flows (their circuit went dark and they wait for the next)."""
         n = len(self.flows)
-        return self._drop_rows(
-            np.flatnonzero((self.pair[:n] == a * self.links.racks + b) & self.steerable[:n]).tolist()
+        return self._drop_rows(np.flatnonzero((self.pair[:n] == a * self.links.racks + b) & self.steerable[:n]))
+
+    def _drop_rows(self, rows: np.ndarray) -> list[tuple[Flow, float]]:
+        """Remove these rows (ascending; their OCS bytes so far go with their flows), each with the bytes it has
+        still to send, in their order. From the last row: each row's place is taken by the last one, so no row
+        still to remove is moved."""
+        if not rows.size:
+            return []
+        dropped = [self.flows[row] for row in rows.tolist()]
+        for flow, sent in zip(dropped, self.ocs[rows].tolist(), strict=True):
+            flow.ocs_bytes = min(sent, flow.size)
+        remaining = self.remaining[rows].tolist()
+        emptied = _remove_rows(
+            rows,
+            len(self.flows),
+            self.cls,
+            self.class_count,
+            self.pair,
+            self.start,
+            self.remaining,
+            self.rate,
+            self.ocs,
+            self.on_ocs,
+            self.steerable,
         )
-
-    def _drop_rows(self, rows: list[int]) -> list[tuple[Flow, float]]:
-        """Remove these rows (ascending), from the last so no row still to remove is moved; in their order."""
-        return [self._drop(row) for row in reversed(rows)][::-1]
-
-    def _drop(self, row: int) -> tuple[Flow, float]:
-        """Remove one flow (the last row fills its place); its OCS bytes so far go with it."""
-        flow, remaining = self.flows[row], float(self.remaining[row])
-        flow.ocs_bytes = min(float(self.ocs[row]), flow.size)
-        self._leave_class(int(self.cls[row]))
-        last = len(self.flows) - 1
-        if row != last:
-            for array in (
-                self.cls,
-                self.pair,
-                self.start,
-                self.remaining,
-                self.rate,
-                self.ocs,
-                self.on_ocs,
-                self.steerable,
-            ):
-                array[row] = array[last]
-            self.flows[row] = self.flows[last]
-        self.flows.pop()
+        flows = self.flows
+        for row in rows[::-1].tolist():
+            last = flows.pop()
+            if row < len(flows):
+                flows[row] = last
+        for cid in emptied.tolist():
+            self._free_class(cid)
         self._stale = True
-        return flow, remaining
+        return list(zip(dropped, remaining, strict=True))
 
     def link_loads(self) -> np.ndarray:
         """Bytes/s crossing every link at the rates last computed."""
@@ -332,6 +339,30 @@ def _spread_rates(class_rate, cls, pair, steerable, n, rate, pairs):  # pragma: 
         if pair[row] >= 0 and steerable[row]:
             pair_rate[pair[row]] += r
     return pair_rate
+
+
+@numba.njit(cache=True)
+def _remove_rows(
+    rows, n, cls, class_count, pair, start, remaining, rate, ocs, on_ocs, steerable
+):  # pragma: no cover (compiled)
+    """Remove these rows (ascending) of the first n from the flow table's columns, from the last: each row's
+    place is taken by the last one. Returns the classes left without flows, in the order they emptied."""
+    emptied = np.empty(rows.size, dtype=np.int64)
+    count = 0
+    last = n - 1
+    for i in range(rows.size - 1, -1, -1):
+        row = rows[i]
+        cid = cls[row]
+        class_count[cid] -= 1
+        if class_count[cid] == 0:
+            emptied[count] = cid
+            count += 1
+        if row != last:
+            cls[row], pair[row], start[row] = cls[last], pair[last], start[last]
+            remaining[row], rate[row], ocs[row] = remaining[last], rate[last], ocs[last]
+            on_ocs[row], steerable[row] = on_ocs[last], steerable[last]
+        last -= 1
+    return emptied[:count]
 
 
 @numba.njit(cache=True)
