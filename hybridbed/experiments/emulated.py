@@ -118,12 +118,13 @@ def _write_cluster(net: HybridNetwork, out_dir: Path, task_cgroups: dict) -> Pat
 
 def _start_scheduler(net: HybridNetwork, out_dir: Path, processes: list[subprocess.Popen]) -> subprocess.Popen:
     """The scheduler process, in the run's cgroup, added to `processes` and the run's record as it starts."""
-    scheduler = subprocess.Popen(
-        [sys.executable, "-m", "hybridbed.experiments.scheduler_process", str(out_dir)],
-        stdout=(out_dir / "scheduler.log").open("w"),
-        stderr=subprocess.STDOUT,
-        preexec_fn=net.cgroup.join_self,
-    )
+    with (out_dir / "scheduler.log").open("w") as log:  # the process has its own copy of the file
+        scheduler = subprocess.Popen(
+            [sys.executable, "-m", "hybridbed.experiments.scheduler_process", str(out_dir)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=net.cgroup.join_self,
+        )
     processes.append(scheduler)
     net.record.add_process(scheduler.pid, "scheduler")
     return scheduler
@@ -176,8 +177,8 @@ def _start_workers(
             "--heartbeat-s",
             str(w.heartbeat_s),
         ]
-        log = (out_dir / "workers" / f"{address.name}.log").open("w")
-        proc = net.net.get(address.name).popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        with (out_dir / "workers" / f"{address.name}.log").open("w") as log:  # the worker has its own copy
+            proc = net.net.get(address.name).popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         processes.append(proc)
         net.record.add_process(proc.pid, f"worker {address.name}")
 
