@@ -11,6 +11,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hybridbed.results.load import read_table
+
+# the columns of flows.csv the totals read (a paper-scale run's flows.csv has millions of rows: read whole, it took
+# gigabytes), the names among them read as categories
+FLOW_TOTAL_COLUMNS = ["job_id", "kind", "src_rack", "dst_rack", "bytes", "ocs_bytes"]
+FLOW_SUMMARY_COLUMNS = ["kind", "src_rack", "dst_rack", "bytes"]
+FLOW_CATEGORIES = {"job_id": "category", "kind": "category"}
+
 
 def update_summary(out_dir: Path, fields: dict[str, Any]) -> dict:
     """Add `fields` to the run's summary.json (which must exist); returns the whole summary."""
@@ -50,12 +58,12 @@ def add_flow_totals(out_dir: Path, elephant_bytes: float) -> dict:
     - `elephant_aggregates`: (job, source rack, destination rack) shuffle aggregates of at least
       `elephant_bytes` (the scenario's threshold at the run's scale), the traffic the paper steers to circuits.
     Returns what it added."""
-    flows = pd.read_csv(out_dir / "flows.csv")
+    flows = read_table(out_dir / "flows.csv", FLOW_TOTAL_COLUMNS, FLOW_CATEGORIES)
     shuffle = flows[flows["kind"] == "shuffle"]
     cross = shuffle[shuffle["src_rack"] != shuffle["dst_rack"]]
     inputs = flows[(flows["kind"] == "input") & (flows["src_rack"] != flows["dst_rack"])]
     cross_bytes = int(cross["bytes"].sum())
-    aggregates = cross.groupby(["job_id", "src_rack", "dst_rack"])["bytes"].sum()
+    aggregates = cross.groupby(["job_id", "src_rack", "dst_rack"], observed=True)["bytes"].sum()
     totals = {
         "shuffle_ocs_share": float(cross["ocs_bytes"].sum()) / cross_bytes if cross_bytes else None,
         "cross_rack_shuffle_bytes": cross_bytes,
@@ -71,7 +79,7 @@ def summarize(out_dir: Path, jobs_total: int, status: str, started_at: float | N
     """summary.json from jobs.csv, flows.csv and tasks.csv: makespan, JCT percentiles, cross-rack shuffle bytes,
     tasks run again."""
     jobs = pd.read_csv(out_dir / "jobs.csv")
-    flows = pd.read_csv(out_dir / "flows.csv")
+    flows = read_table(out_dir / "flows.csv", FLOW_SUMMARY_COLUMNS, FLOW_CATEGORIES)
     jct = jobs["jct_s"].to_numpy(dtype=float)
 
     def pct(q: float) -> float | None:

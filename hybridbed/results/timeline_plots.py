@@ -23,6 +23,9 @@ MAX_CIRCUIT_ROWS = 30  # rack pairs drawn; at paper scale thousands of pairs get
 PHASE_STYLES = {"map": ("0.0", "-"), "shuffle": ("0.35", "--"), "reduce": ("0.6", ":")}  # grey level, line style
 PANEL_HEIGHTS = (3.0, 2.0, 2.0, 2.0)  # inches: circuits, EPS uplinks, OCS uplinks, tasks
 COLUMN_WIDTH_IN = 4.5
+# what the panels draw from: all of these tables but flows.csv, of which a paper-scale run has millions of rows
+# (read whole, gigabytes); of it, when each reducer's fetches ended
+DRAWN = {"tasks": None, "links": None, "ocs_events": None, "flows": ["task_id", "attempt", "kind", "end_s"]}
 
 
 def plot_run_timeline(run_dir: Path) -> Path:
@@ -46,7 +49,7 @@ def _title(run_dir: Path) -> str:
 
 
 def _plot(run_dirs: list[Path], out: Path, titles: list[str]) -> Path:
-    runs = [load(run_dir) for run_dir in run_dirs]
+    runs = [load(run_dir, DRAWN) for run_dir in run_dirs]
     end = max(run_end_s(run.tasks, run.links, run.ocs_events) for run in runs) or 1.0
     fig = Figure(figsize=(COLUMN_WIDTH_IN * len(runs) + 1.0, sum(PANEL_HEIGHTS)), layout="constrained")
     axes = fig.subplots(

@@ -81,6 +81,16 @@ def test_a_simulated_comparison_reads_back_as_dataframes(tmp_path):
         assert {"shuffle_ocs_share", "cross_rack_input_bytes", "elephant_aggregates"} <= set(table.columns)
     with pytest.raises(FileNotFoundError, match="summary.json"):
         load(tmp_path / "cmp")
+    # only some tables, some of them in part: what a paper-scale run's millions of flows need
+    run = load(tmp_path / "cmp" / "fair", {"flows": ["task_id", "end_s"], "jobs": None})
+    assert list(run.flows.columns) == ["task_id", "end_s"] and len(run.flows) == len(
+        load(tmp_path / "cmp" / "fair").flows
+    )
+    assert "recurring" in run.jobs.columns
+    with pytest.raises(AttributeError, match="'tasks' was not read; read: jobs, flows"):
+        _ = run.tasks
+    with pytest.raises(ValueError, match="no table plans"):
+        load(tmp_path / "cmp" / "fair", {"plans": None})
 
 
 def test_a_simulated_comparison_on_a_process_pool_gives_the_same_table_as_one_after_another(tmp_path):
