@@ -16,16 +16,17 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from hybridbed.config.fabric import FabricSpec
-from hybridbed.results.load import RunResults, load
+from hybridbed.results.load import RunResults, load, read_table
 from hybridbed.results.timeline import PHASES, circuit_timeline, run_end_s, running_by_phase, uplink_utilisation
 
 MAX_CIRCUIT_ROWS = 30  # rack pairs drawn; at paper scale thousands of pairs get a circuit at some time
 PHASE_STYLES = {"map": ("0.0", "-"), "shuffle": ("0.35", "--"), "reduce": ("0.6", ":")}  # grey level, line style
 PANEL_HEIGHTS = (3.0, 2.0, 2.0, 2.0)  # inches: circuits, EPS uplinks, OCS uplinks, tasks
 COLUMN_WIDTH_IN = 4.5
-# what the panels draw from: all of these tables but flows.csv, of which a paper-scale run has millions of rows
-# (read whole, gigabytes); of it, when each reducer's fetches ended
-DRAWN = {"tasks": None, "links": None, "ocs_events": None, "flows": ["task_id", "attempt", "kind", "end_s"]}
+# what the panels draw from: these tables, and of flows.csv when each reducer's fetches ended (a paper-scale run has
+# millions of flows, gigabytes read whole: the columns are read one run at a time, as its tasks are drawn)
+DRAWN = {"tasks": None, "links": None, "ocs_events": None}
+FETCH_ENDS = ["task_id", "attempt", "kind", "end_s"]
 
 
 def plot_run_timeline(run_dir: Path) -> Path:
@@ -142,7 +143,7 @@ def _draw_utilisation(ax: Axes, utilisation: pd.DataFrame | None, kind: str, rac
 
 
 def _draw_tasks(ax: Axes, run: RunResults) -> None:
-    running = running_by_phase(run.tasks, run.flows)
+    running = running_by_phase(run.tasks, read_table(run.path / "flows.csv", FETCH_ENDS))
     for phase in PHASES:
         grey, style = PHASE_STYLES[phase]
         if not running.empty:
