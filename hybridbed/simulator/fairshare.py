@@ -117,7 +117,7 @@ def _freeze(f, rate, paths, weights, counts, remaining):  # pragma: no cover (co
 
 @numba.njit(cache=True)
 def bottleneck_first(paths, capacities, caps, weights):  # pragma: no cover (compiled)
-    """`max_min_rates` on its inputs in the compiled types (`solver_arrays`): what compiled callers call."""
+    """`max_min_rates` on inputs already in the compiled types (`solver_arrays`), without converting them."""
     flows, hops = paths.shape
     links = capacities.size
     rates = np.full(flows, np.inf)

@@ -92,10 +92,11 @@ class RelaxedMaxMin:
         if rekeyed is None:
             self._reset_rows(self._rows[1].size, paths.shape[1])
             rekeyed = np.zeros(0, dtype=np.int64)
+        row_paths, row_caps = self._rows
         while True:
-            status, self._row_count, loads, solves = _solve_relaxed(
+            self.solves += 1
+            status, self._row_count, row_weights = _group_rows(
                 paths,
-                self._padded,
                 caps,
                 weights,
                 rekeyed,
@@ -106,19 +107,26 @@ class RelaxedMaxMin:
                 self._table,
                 self._rows,
                 self._row_count,
-                rates,
             )
-            self.solves += solves
             self._regroup_all = False
-            if status == _SOLVED:
-                break
             if status == _BYPASS:
                 self._bypass = BYPASS_CALLS
                 return self._every_class(paths, capacities, caps, weights)
-            # no room for another row: start again with room for twice the live classes; mostly rows of
-            # classes gone: start again without them
-            room = max(1024, 2 * int(np.count_nonzero(weights))) if status == _NO_ROOM else self._rows[1].size
-            self._reset_rows(room, paths.shape[1])
+            if status != _GROUPED:
+                # no room for another row: start again with room for twice the live classes; mostly rows of
+                # classes gone: start again without them
+                room = max(1024, 2 * int(np.count_nonzero(weights))) if status == _NO_ROOM else row_caps.size
+                self._reset_rows(room, paths.shape[1])
+                row_paths, row_caps = self._rows
+                continue
+            rekeyed = rekeyed[:0]  # merged
+            rows = self._row_count
+            row_rates = bottleneck_first(row_paths[:rows], self._padded, row_caps[:rows], row_weights)
+            loads, overloaded = _spread(
+                paths, weights, self._row_of, row_rates, capacities, self.kept, self._toggled, rates
+            )
+            if not overloaded:
+                break
         if self.computations % SHRINK_EVERY == 0:
             self._keep_loaded(loads, capacities)
         self.loads = loads
@@ -161,47 +169,41 @@ class RelaxedMaxMin:
         self._regroup_all = True
 
 
-# what a relaxed computation came to: rates found, or what the object has to do before it tries again
-_SOLVED, _NO_ROOM, _STALE_ROWS, _BYPASS = 0, 1, 2, 3
+# how grouping the classes into rows came out: grouped, or what the object has to do before it tries again
+_GROUPED, _NO_ROOM, _STALE_ROWS, _BYPASS = 0, 1, 2, 3
 
 
 @numba.njit(cache=True)
-def _solve_relaxed(
-    paths, padded, caps, weights, rekeyed, regroup_all, kept, toggled, row_of, table, rows, count, rates
+def _group_rows(
+    paths, caps, weights, rekeyed, regroup_all, kept, toggled, row_of, table, rows, count
 ):  # pragma: no cover (compiled)
-    """Merge the classes that changed into rows, solve over the rows, spread their rates to the classes (into
-    `rates`), and again while the result overloads a dropped link (which is kept from then on). One compiled
-    call: the Python around a computation's five steps cost as much as the smaller of them. Returns the
-    outcome (_SOLVED, or why not), the rows there are, what every link carries, and the solves made."""
-    row_paths, row_caps = rows
-    links = padded.size - 1  # the last is the relaxation's padding link
-    solves = 0
+    """Merge the classes that changed (`rekeyed`, all of them when `regroup_all`, those crossing `toggled`
+    links) into rows: one compiled call for what took four from Python. Returns the outcome (_GROUPED, or why
+    not), the rows there are and the flows of each. The solve over the rows is called from Python, not from
+    here: numba's cache follows a compiled function's own file only, so a compiled call into fairshare.py would
+    go on running its code as it was when this was cached (and a cache of mixed versions can crash)."""
+    pad = kept.size  # the relaxation's padding link: one past the last
     while True:
-        solves += 1
         if regroup_all:
             dirty = np.flatnonzero(weights > 0)
         elif toggled.any():
             dirty = np.concatenate((rekeyed, _crossing(paths, toggled)))
         else:
             dirty = rekeyed
-        count = _merge(paths, caps, dirty, kept, links, row_of, table, rows, count)
+        count = _merge(paths, caps, dirty, kept, pad, row_of, table, rows, count)
         if count < 0:
-            return _NO_ROOM, 0, padded[:0], solves
+            return _NO_ROOM, 0, weights[:0]
         regroup_all = False
         toggled[:] = False
-        rekeyed = rekeyed[:0]  # merged
         row_weights, used, live = _row_weights(weights, row_of, count)
         if used < 0:  # a live class not merged yet (its flows came back without a rekey)
             rekeyed = np.flatnonzero((weights > 0) & (row_of[: weights.size] < 0))
             continue
         if count > 2 * used + 64:
-            return _STALE_ROWS, count, padded[:0], solves
+            return _STALE_ROWS, count, row_weights
         if used > MERGE_AT_MOST * live + 64:
-            return _BYPASS, count, padded[:0], solves
-        row_rates = bottleneck_first(row_paths[:count], padded, row_caps[:count], row_weights)
-        loads, overloaded = _spread(paths, weights, row_of, row_rates, padded[:links], kept, toggled, rates)
-        if not overloaded:
-            return _SOLVED, count, loads, solves
+            return _BYPASS, count, row_weights
+        return _GROUPED, count, row_weights
 
 
 @numba.njit(cache=True)
