@@ -124,7 +124,10 @@ class Timeline:
     ) -> StagePlacement:
         """Spread `tasks` evenly over `racks`, each task on the rack's container that frees first;
         returns the stage's racks, start (first task) and end (last task)."""
-        return self._book(job_id, kind, dict(zip(racks, split_evenly(tasks, len(racks)))), duration_s, not_before)
+        counts = split_evenly(tasks, len(racks))
+        if tasks < len(racks):  # racks without a task are not the stage's
+            racks, counts = tuple(r for r, c in zip(racks, counts) if c), [c for c in counts if c]
+        return self._book(job_id, kind, racks, counts, duration_s, not_before)
 
     def book_anywhere(
         self, job_id: str, kind: StageKind, tasks: int, duration_s: float, not_before: float
@@ -136,28 +139,41 @@ class Timeline:
         ready = np.maximum(self.free, not_before).ravel()
         chosen = np.argsort(ready, kind="stable")[:tasks] // self.containers_per_rack
         counts = np.bincount(chosen, minlength=self.racks)
-        return self._book(job_id, kind, {int(r): int(c) for r, c in enumerate(counts) if c}, duration_s, not_before)
+        racks = tuple(int(r) for r in np.flatnonzero(counts))
+        return self._book(job_id, kind, racks, counts[counts > 0].tolist(), duration_s, not_before)
 
     def _book(
-        self, job_id: str, kind: StageKind, counts: dict[int, int], duration_s: float, not_before: float
+        self,
+        job_id: str,
+        kind: StageKind,
+        racks: tuple[int, ...],
+        counts: list[int],
+        duration_s: float,
+        not_before: float,
     ) -> StagePlacement:
-        racks = np.array([r for r, c in counts.items() if c], dtype=np.int64)
-        tasks = np.array([c for c in counts.values() if c], dtype=np.int64)
-        begins, racks_taken, containers = _book_racks(self.free, self.ids, racks, tasks, duration_s, not_before)
+        """`counts[i]` tasks (at least one) on rack `racks[i]`."""
+        if not racks:
+            return StagePlacement((), not_before, not_before)
+        begins, racks_taken, containers, first, last = _book_racks(
+            self.free,
+            self.ids,
+            np.array(racks, dtype=np.int64),
+            np.array(counts, dtype=np.int64),
+            duration_s,
+            not_before,
+        )
         if self.records:
             self.bookings += [
                 Booking(job_id, kind, int(r), int(k), float(b), float(b) + duration_s)
                 for b, r, k in zip(begins, racks_taken, containers)
             ]
-        if not begins.size:
-            return StagePlacement((), not_before, not_before)
-        return StagePlacement(tuple(sorted(racks.tolist())), float(begins.min()), float(begins.max()) + duration_s)
+        return StagePlacement(tuple(sorted(racks)), first, last + duration_s)
 
 
 @numba.njit(cache=True)
 def _book_racks(free, ids, racks, tasks, duration, not_before):  # pragma: no cover (compiled)
     """`tasks[i]` tasks on rack `racks[i]`, list-scheduled (`_list_schedule`); every booked row is sorted
-    again. Returns each task's start, rack and container."""
+    again. Returns each task's start, rack and container, and the first and last start."""
     total = tasks.sum()
     begins = np.empty(total)
     racks_taken = np.empty(total, dtype=np.int64)
@@ -172,7 +188,7 @@ def _book_racks(free, ids, racks, tasks, duration, not_before):  # pragma: no co
         containers[done : done + count] = row_ids[slots]
         done += count
         _sort_again(row, row_ids, min(count, row.size))
-    return begins, racks_taken, containers
+    return begins, racks_taken, containers, begins.min(), begins.max()
 
 
 @numba.njit(cache=True)
