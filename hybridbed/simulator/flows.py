@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
+from numba import literal_unroll
 
 from hybridbed.controller.circuits import Circuit
 from hybridbed.scheduler.model import Task
@@ -30,6 +31,18 @@ from hybridbed.workers.shuffle import Connection
 # makespans of the paper-scale batch move by less than that (docs/running.md, the flow-level simulator).
 FINISH_FRACTION = 0.005
 FINISH_TOLERANCE_S = 1e-6  # flows this close to their end finish together (partitions differ by a byte)
+
+# the flow table's columns, one row per flow in flight: (name, value of an unused row, dtype)
+_FLOW_COLUMNS = (
+    ("cls", 0, np.int64),  # its class
+    ("pair", -1, np.int64),  # its rack pair (-1: within a rack)
+    ("start", 0.0, np.float64),  # when it started
+    ("remaining", 0.0, np.float64),  # bytes it has still to send
+    ("rate", 0.0, np.float64),  # bytes/s now
+    ("ocs", 0.0, np.float64),  # bytes it sent over the OCS
+    ("on_ocs", False, np.bool_),  # it rides a circuit now
+    ("steerable", False, np.bool_),  # it may ride a circuit
+)
 
 
 @dataclass(eq=False)
@@ -50,8 +63,7 @@ class Flow:
 
 
 class FlowTable:
-    # one row per flow in flight (grown by _grow_flows): its class, rack pair (-1 within a rack), start,
-    # bytes left, rate now, bytes sent over the OCS, whether it rides a circuit now, and whether it may
+    # the columns of _FLOW_COLUMNS, one row per flow in flight (made and grown by _grow_flows)
     cls: np.ndarray
     pair: np.ndarray
     start: np.ndarray
@@ -91,16 +103,7 @@ class FlowTable:
 
     def _grow_flows(self, rows: int) -> None:
         """Make room for `rows` flows, keeping the rows in use."""
-        for name, fill, dtype in (
-            ("cls", 0, np.int64),
-            ("pair", -1, np.int64),
-            ("start", 0.0, float),
-            ("remaining", 0.0, float),
-            ("rate", 0.0, float),
-            ("ocs", 0.0, float),
-            ("on_ocs", False, bool),
-            ("steerable", False, bool),
-        ):
+        for name, fill, dtype in _FLOW_COLUMNS:
             new = np.full(rows, fill, dtype=dtype)
             old = self.__dict__.get(name)
             if old is not None:
@@ -250,19 +253,8 @@ class FlowTable:
         for flow, sent in zip(dropped, self.ocs[rows].tolist(), strict=True):
             flow.ocs_bytes = min(sent, flow.size)
         remaining = self.remaining[rows].tolist()
-        emptied = _remove_rows(
-            rows,
-            len(self.flows),
-            self.cls,
-            self.class_count,
-            self.pair,
-            self.start,
-            self.remaining,
-            self.rate,
-            self.ocs,
-            self.on_ocs,
-            self.steerable,
-        )
+        columns = tuple(getattr(self, name) for name, _, _ in _FLOW_COLUMNS)
+        emptied = _remove_rows(rows, len(self.flows), self.cls, self.class_count, columns)
         flows = self.flows
         for row in rows[::-1].tolist():
             last = flows.pop()
@@ -342,11 +334,10 @@ def _spread_rates(class_rate, cls, pair, steerable, n, rate, pairs):  # pragma: 
 
 
 @numba.njit(cache=True)
-def _remove_rows(
-    rows, n, cls, class_count, pair, start, remaining, rate, ocs, on_ocs, steerable
-):  # pragma: no cover (compiled)
-    """Remove these rows (ascending) of the first n from the flow table's columns, from the last: each row's
-    place is taken by the last one. Returns the classes left without flows, in the order they emptied."""
+def _remove_rows(rows, n, cls, class_count, columns):  # pragma: no cover (compiled)
+    """Remove these rows (ascending) of the first n from the flow table's `columns` (those of _FLOW_COLUMNS),
+    from the last: each row's place is taken by the last one. Returns the classes (`cls`, one of the columns)
+    left without flows, in the order they emptied."""
     emptied = np.empty(rows.size, dtype=np.int64)
     count = 0
     last = n - 1
@@ -358,9 +349,8 @@ def _remove_rows(
             emptied[count] = cid
             count += 1
         if row != last:
-            cls[row], pair[row], start[row] = cls[last], pair[last], start[last]
-            remaining[row], rate[row], ocs[row] = remaining[last], rate[last], ocs[last]
-            on_ocs[row], steerable[row] = on_ocs[last], steerable[last]
+            for column in literal_unroll(columns):
+                column[row] = column[last]
         last -= 1
     return emptied[:count]
 
