@@ -27,7 +27,7 @@ from hybridbed.results.records import (
     LinkCounterLog,
     write_plan,
 )
-from hybridbed.results.summary import add_flow_totals, add_uplink_totals, summarize, update_summary
+from hybridbed.results.summary import add_flow_totals, add_uplink_totals, read_flows, summarize, update_summary
 from hybridbed.scheduler.core import PolicyError
 from hybridbed.simulator.engine import ResultLogs, Simulation, SimulationTimeout
 from hybridbed.simulator.fairshare import RateSolver
@@ -95,12 +95,13 @@ def run_simulation(
             ):
                 csv_log.close()
             write_plan(out_dir, simulation.policy.plan_rows())  # again: per-job plans made as jobs arrived
-            summarize(out_dir, len(specs), status)
+            flows_csv = read_flows(out_dir)  # read once, for the summary and the totals
+            summarize(out_dir, len(specs), status, flows=flows_csv)
             flows = simulation.flows
             add_uplink_totals(
                 out_dir, round(flows.eps_uplink_bytes), round(flows.ocs_uplink_bytes), len(simulation.ocs.events)
             )
-            add_flow_totals(out_dir, scenario.scaled_ocs().elephant_threshold_bytes)
+            add_flow_totals(out_dir, scenario.scaled_ocs().elephant_threshold_bytes, flows_csv)
             summary = update_summary(
                 out_dir,
                 {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,17 @@ import pandas as pd
 from hybridbed.results.load import read_table
 
 # the columns of flows.csv the totals read (a paper-scale run's flows.csv has millions of rows: read whole, it took
-# gigabytes), the names among them read as categories
-FLOW_TOTAL_COLUMNS = ["job_id", "kind", "src_rack", "dst_rack", "bytes", "ocs_bytes"]
-FLOW_SUMMARY_COLUMNS = ["kind", "src_rack", "dst_rack", "bytes"]
+# gigabytes), the names among them read as categories. The summary's are there as the scheduler process writes
+# flows.csv; the totals' (a superset) once each flow's OCS bytes are in.
+FLOW_TOTAL_COLUMNS = ("job_id", "kind", "src_rack", "dst_rack", "bytes", "ocs_bytes")
+FLOW_SUMMARY_COLUMNS = ("kind", "src_rack", "dst_rack", "bytes")
 FLOW_CATEGORIES = {"job_id": "category", "kind": "category"}
+
+
+def read_flows(out_dir: Path, columns: Sequence[str] = FLOW_TOTAL_COLUMNS) -> pd.DataFrame:
+    """The columns of the run's flows.csv that the summary and the totals read (a run that has each flow's OCS
+    bytes reads it once for both)."""
+    return read_table(out_dir / "flows.csv", columns, FLOW_CATEGORIES)
 
 
 def update_summary(out_dir: Path, fields: dict[str, Any]) -> dict:
@@ -49,7 +57,7 @@ def mark_status(out_dir: Path, status: str) -> None:
         update_summary(out_dir, {"status": status})
 
 
-def add_flow_totals(out_dir: Path, elephant_bytes: float) -> dict:
+def add_flow_totals(out_dir: Path, elephant_bytes: float, flows: pd.DataFrame | None = None) -> dict:
     """Put what the JobPacker paper separates into summary.json, from flows.csv with each flow's OCS bytes:
     - `shuffle_ocs_share`: cross-rack shuffle bytes that rode a circuit / all cross-rack shuffle bytes (None
       when no shuffle crossed racks);
@@ -57,8 +65,8 @@ def add_flow_totals(out_dir: Path, elephant_bytes: float) -> dict:
       from another rack, reported apart from the shuffle);
     - `elephant_aggregates`: (job, source rack, destination rack) shuffle aggregates of at least
       `elephant_bytes` (the scenario's threshold at the run's scale), the traffic the paper steers to circuits.
-    Returns what it added."""
-    flows = read_table(out_dir / "flows.csv", FLOW_TOTAL_COLUMNS, FLOW_CATEGORIES)
+    `flows`: flows.csv as `read_flows` has it, if read already. Returns what it added."""
+    flows = read_flows(out_dir) if flows is None else flows
     shuffle = flows[flows["kind"] == "shuffle"]
     cross = shuffle[shuffle["src_rack"] != shuffle["dst_rack"]]
     inputs = flows[(flows["kind"] == "input") & (flows["src_rack"] != flows["dst_rack"])]
@@ -75,11 +83,13 @@ def add_flow_totals(out_dir: Path, elephant_bytes: float) -> dict:
     return totals
 
 
-def summarize(out_dir: Path, jobs_total: int, status: str, started_at: float | None = None) -> dict:
+def summarize(
+    out_dir: Path, jobs_total: int, status: str, started_at: float | None = None, flows: pd.DataFrame | None = None
+) -> dict:
     """summary.json from jobs.csv, flows.csv and tasks.csv: makespan, JCT percentiles, cross-rack shuffle bytes,
-    tasks run again."""
+    tasks run again. `flows`: flows.csv as `read_flows` has it, if read already."""
     jobs = pd.read_csv(out_dir / "jobs.csv")
-    flows = read_table(out_dir / "flows.csv", FLOW_SUMMARY_COLUMNS, FLOW_CATEGORIES)
+    flows = read_flows(out_dir, FLOW_SUMMARY_COLUMNS) if flows is None else flows
     jct = jobs["jct_s"].to_numpy(dtype=float)
 
     def pct(q: float) -> float | None:
