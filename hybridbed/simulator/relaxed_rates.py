@@ -63,8 +63,7 @@ class RelaxedMaxMin:
         self._bypass = 0  # computations left to run without the relaxation
         self.loads = np.zeros(0)
         self._padded = np.zeros(0)  # the capacities and the relaxation's padding link (infinite), last
-        self.computations = 0
-        self.solves = 0  # relaxed solves (more than computations when a dropped link overloaded)
+        self.computations = 0  # the dropped links are looked at again every SHRINK_EVERY of them
 
     def __call__(
         self,
@@ -94,7 +93,6 @@ class RelaxedMaxMin:
             rekeyed = np.zeros(0, dtype=np.int64)
         row_paths, row_caps = self._rows
         while True:
-            self.solves += 1
             status, self._row_count, row_weights = _group_rows(
                 paths,
                 caps,
