@@ -13,6 +13,7 @@ flows cross: max-min sharing then gives the task its rate in all and its connect
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 import numba
@@ -90,8 +91,8 @@ class FlowTable:
         self._stale = False
         # flow classes: flows with one (cap, path) share a row in the rate computation
         self._class_of: dict[tuple, int] = {}
-        self._class_keys: list[tuple | None] = []
-        self._free_classes: list[int] = []
+        self._class_keys: list[tuple | None] = []  # every class below the highest in use (None: free)
+        self._free_classes: list[int] = []  # a heap of free classes, lowest first (entries may be stale)
         self.class_paths = np.full((0, links.path_links), links.none, dtype=LINK_INDEX)
         self.class_cap = np.zeros(0)
         self.class_count = np.zeros(0)  # flows per class (a float: the rate computation's weights)
@@ -118,8 +119,8 @@ class FlowTable:
         key = (cap, *path)
         cid = self._class_of.get(key)
         if cid is None:
-            if self._free_classes:
-                cid = self._free_classes.pop()
+            cid = self._lowest_free_class()
+            if cid is not None:
                 self._class_keys[cid] = key
             else:
                 cid = len(self._class_keys)
@@ -145,10 +146,24 @@ class FlowTable:
             self._free_class(cid)
 
     def _free_class(self, cid: int) -> None:
-        """The class has no flows left: its row is free for another (cap, path)."""
-        del self._class_of[self._class_keys[cid]]
-        self._class_keys[cid] = None
-        self._free_classes.append(cid)
+        """The class has no flows left: its row is free for another (cap, path). Free rows at the end are
+        dropped, so that a computation passes over the classes up to the highest in use only."""
+        keys = self._class_keys
+        del self._class_of[keys[cid]]
+        keys[cid] = None
+        heapq.heappush(self._free_classes, cid)
+        while keys and keys[-1] is None:
+            keys.pop()
+
+    def _lowest_free_class(self) -> int | None:
+        """The lowest free class below the highest in use (None: none), so that the classes in use gather
+        low and the highest falls as classes empty."""
+        free, keys = self._free_classes, self._class_keys
+        while free:
+            cid = heapq.heappop(free)
+            if cid < len(keys) and keys[cid] is None:  # else dropped from the end, or in use again since
+                return cid
+        return None
 
     # task links -----------------------------------------------------------------------------------
     def open_task_link(self, rate: float) -> int:
@@ -277,7 +292,7 @@ class FlowTable:
         # every class row, the free ones too (no flows: weight 0, they take nothing): no copy of the live ones
         classes = len(self._class_keys)
         paths, caps, weights = self.class_paths[:classes], self.class_cap[:classes], self.class_count[:classes]
-        rekeyed = np.array(self._rekeyed, dtype=np.int64)
+        rekeyed = np.array([cid for cid in self._rekeyed if cid < classes], dtype=np.int64)
         self.class_rate[:classes] = self._solve(paths, self.capacities, caps, weights, rekeyed)
         self._loads = self._solve.loads
         self._rekeyed.clear()

@@ -230,3 +230,30 @@ def test_the_simulators_rates_match_the_reference_after_any_sequence_of_changes(
         assert n == len(tables[1]) == len(tables[2]) == len(started)
         assert tables[0].rate[:n] == pytest.approx(tables[1].rate[:n], rel=1e-9)
         assert tables[2].rate[:n] == pytest.approx(tables[1].rate[:n], rel=1e-9)
+
+
+def test_a_new_flow_class_takes_the_lowest_free_row_and_computations_stop_at_the_highest_in_use():
+    fabric = FabricSpec(racks=3, hosts_per_rack=2, host_rate_mbps=100, eps_rate_mbps=30, ocs_rate_mbps=200)
+    host_racks = {h: int(h[1]) for h in HOSTS}
+    classes_solved: list[int] = []
+
+    def recording(paths, capacities, caps, weights=None):
+        classes_solved.append(paths.shape[0])
+        return progressive_filling_rates(paths, capacities, caps, weights)
+
+    table = FlowTable(FabricLinks(fabric, host_racks), recording)
+    tasks = [
+        replace(build_job(JobSpec("j", 0, 1, 0, 0, 1, 0, 1, 1), Resources()).maps[0], task_id=f"t{i}") for i in range(4)
+    ]
+    for task, (src, dst) in zip(tasks, [("r0h0", "r1h0"), ("r0h1", "r2h0"), ("r1h1", "r2h1")]):
+        table.add(Flow("shuffle", task, 0, None, src, dst, 10**9, 0.0), INF, None)
+    table.settle()
+    assert table.cls[:3].tolist() == [0, 1, 2] and classes_solved[-1] == 3
+    table.take_out(tasks[0])  # frees the lowest class
+    table.take_out(tasks[2])  # frees the highest: the computation passes over the two below it only
+    table.settle()
+    assert classes_solved[-1] == 2
+    table.add(Flow("shuffle", tasks[3], 0, None, "r2h0", "r0h0", 10**9, 0.0), INF, None)
+    table.settle()
+    assert sorted(table.cls[:2].tolist()) == [0, 1] and classes_solved[-1] == 2
+    assert table.rate[:2].tolist() == pytest.approx([30e6 / 8] * 2)  # each alone on a 30 Mb/s EPS uplink
