@@ -88,6 +88,7 @@ class FlowTable:
         # bytes per rack pair since take_pair_bytes, of the flows that may ride a circuit (all, or the marked)
         self.pair_bytes = np.zeros(racks * racks)
         self._pair_rate: np.ndarray = np.zeros(racks * racks)
+        self._next_finish: float | None = None  # time_to_next_finish's answer, kept until the flows move on
         self._stale = False
         # flow classes: flows with one (cap, path) share a row in the rate computation
         self._class_of: dict[tuple, int] = {}
@@ -233,14 +234,18 @@ class FlowTable:
         if dt <= 0 or not self.flows:
             return
         _advance(self.remaining, self.ocs, self.rate, self.on_ocs, len(self.flows), dt)
+        self._next_finish = None
         core = self.links.core
         self.core_bytes += self._loads[core.start : core.stop] * dt
         self.pair_bytes += self._pair_rate * dt
 
     def time_to_next_finish(self) -> float:
+        """Seconds until the first flow has sent everything at its rate now (0 if one is due)."""
         if not self.flows:
             return np.inf
-        return _time_to_next_finish(self.remaining, self.rate, len(self.flows))
+        if self._next_finish is None or self._stale:  # not since the rates were last computed
+            self._next_finish = _time_to_next_finish(self.remaining, self.rate, len(self.flows))
+        return self._next_finish
 
     def pop_finished(self, now: float) -> list[Flow]:
         """Remove and return the flows that have sent everything, in the order they were started (those started
@@ -296,8 +301,15 @@ class FlowTable:
         self.class_rate[:classes] = self._solve(paths, self.capacities, caps, weights, rekeyed)
         self._loads = self._solve.loads
         self._rekeyed.clear()
-        self._pair_rate = _spread_rates(
-            self.class_rate, self.cls, self.pair, self.steerable, len(self.flows), self.rate, self.pair_bytes.size
+        self._pair_rate, self._next_finish = _spread_rates(
+            self.class_rate,
+            self.cls,
+            self.pair,
+            self.steerable,
+            len(self.flows),
+            self.rate,
+            self.pair_bytes.size,
+            self.remaining,
         )
 
     @property
@@ -335,17 +347,23 @@ class _StatelessRates:
         return rates
 
 
-@numba.njit(cache=True)
-def _spread_rates(class_rate, cls, pair, steerable, n, rate, pairs):  # pragma: no cover (compiled)
+@numba.njit(cache=True, error_model="numpy")
+def _spread_rates(class_rate, cls, pair, steerable, n, rate, pairs, remaining):  # pragma: no cover (compiled)
     """Give each of the n flows its class's rate (into `rate`); return the rate of the flows that may ride a
-    circuit between each rack pair (the measured demand)."""
+    circuit between each rack pair (the measured demand), and, from the same pass, `_time_to_next_finish`."""
     pair_rate = np.zeros(pairs)
+    soonest, due = np.inf, False
     for row in range(n):
         r = class_rate[cls[row]]
         rate[row] = r
         if pair[row] >= 0 and steerable[row]:
             pair_rate[pair[row]] += r
-    return pair_rate
+        left = remaining[row] / r  # as in _time_to_next_finish
+        if left >= 0.0:
+            soonest = min(soonest, left)
+        else:
+            due = True
+    return pair_rate, 0.0 if due else soonest
 
 
 @numba.njit(cache=True)
