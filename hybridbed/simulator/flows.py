@@ -294,9 +294,11 @@ class FlowTable:
         if not self._stale:
             return
         self._stale = False
-        # every class row, the free ones too (no flows: weight 0, they take nothing): no copy of the live ones
+        # every class row up to the highest in use, the free ones below it too (no flows: weight 0, they take
+        # nothing): no copy of the live ones
         classes = len(self._class_keys)
         paths, caps, weights = self.class_paths[:classes], self.class_cap[:classes], self.class_count[:classes]
+        # (a class rekeyed and emptied since the last computation may lie past the highest in use)
         rekeyed = np.array([cid for cid in self._rekeyed if cid < classes], dtype=np.int64)
         self.class_rate[:classes] = self._solve(paths, self.capacities, caps, weights, rekeyed)
         self._loads = self._solve.loads
