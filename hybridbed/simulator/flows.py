@@ -354,18 +354,14 @@ def _spread_rates(class_rate, cls, pair, steerable, n, rate, pairs, remaining): 
     """Give each of the n flows its class's rate (into `rate`); return the rate of the flows that may ride a
     circuit between each rack pair (the measured demand), and, from the same pass, `_time_to_next_finish`."""
     pair_rate = np.zeros(pairs)
-    soonest, due = np.inf, False
+    soonest = np.inf
     for row in range(n):
         r = class_rate[cls[row]]
         rate[row] = r
         if pair[row] >= 0 and steerable[row]:
             pair_rate[pair[row]] += r
-        left = remaining[row] / r  # as in _time_to_next_finish
-        if left >= 0.0:
-            soonest = min(soonest, left)
-        else:
-            due = True
-    return pair_rate, 0.0 if due else soonest
+        soonest = min(soonest, _time_left(remaining[row], r))
+    return pair_rate, max(soonest, 0.0)
 
 
 @numba.njit(cache=True)
@@ -401,15 +397,20 @@ def _advance(remaining, ocs, rate, on_ocs, n, dt):  # pragma: no cover (compiled
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _time_left(remaining, rate):  # pragma: no cover (compiled)
+    """Seconds a flow needs to send what it has left at its rate: inf with no rate; -1 when it is due (nothing
+    left, or less than nothing: the caller's minimum is then below 0, read as due now)."""
+    left = remaining / rate  # nothing left and no rate: nan
+    return left if left >= 0.0 else -1.0
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _time_to_next_finish(remaining, rate, n):  # pragma: no cover (compiled)
     """Seconds until the first of the first n flows has sent everything at its rate (0 if one is due)."""
     soonest = np.inf
     for row in range(n):
-        left = remaining[row] / rate[row]  # a flow with no rate: inf (nothing left: nan, due now)
-        if not left >= 0.0:
-            return 0.0
-        soonest = min(soonest, left)
-    return soonest
+        soonest = min(soonest, _time_left(remaining[row], rate[row]))
+    return max(soonest, 0.0)
 
 
 @numba.njit(cache=True)
