@@ -17,13 +17,15 @@ what waits counts as the pair's demand (at no less than the elephant threshold).
 offers its host's containers at once.
 
 Everything happens in a fixed order from the scenario's seed, so a run is reproducible to the byte (unless the
-policy itself looks at the wall clock: DSP's MILP stops at a time limit).
+policy itself looks at the wall clock: DSP's MILP stops at a time limit); flows end on the clock's microsecond
+ticks, so the same run with another exact rate computation (the reference) is too.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -56,7 +58,18 @@ from hybridbed.workers.host_share import HostShare
 from hybridbed.workers.shuffle import GroupTally, ShuffleFetches
 
 LOOPBACK_BYTES_S = 10e9  # a reducer reading its own host's map output: a local copy, not a link
+# Flows end on the clock's ticks (flows.csv's resolution): the next end is put off to the next tick. Two
+# max-min computations exact to rounding (the relaxed one and the reference) then end the same flows at the
+# same instants; off the ticks, their last-bit differences reorder ends that fall together, and which task
+# ends first, or which flows end together within FINISH_FRACTION, fans out into different runs.
+CLOCK_TICKS_PER_S = 1_000_000
 PROGRESS_INTERVAL_S = 0.5  # wall-clock seconds between progress reports
+
+
+def next_tick(t: float) -> float:
+    """The clock's first tick at or after t (a t within a thousandth of a tick past one is on it: its float
+    product with the ticks per second can land just above the tick)."""
+    return math.ceil(t * CLOCK_TICKS_PER_S - 1e-3) / CLOCK_TICKS_PER_S if np.isfinite(t) else t
 
 
 class SimulationTimeout(RuntimeError):
@@ -155,7 +168,7 @@ class Simulation:
             self._at(ocs.reconfig_interval_s, "ocs_tick", ocs.reconfig_interval_s)
         reported = time.monotonic()
         while len(self.core.finished) < len(specs):
-            t = min(self.now + self.flows.time_to_next_finish(), self._timed[0][0] if self._timed else np.inf)
+            t = min(self._next_flow_end(), self._timed[0][0] if self._timed else np.inf)
             if t > self.scenario.max_duration_s:
                 raise SimulationTimeout(
                     f"workload not done after max_duration_s={self.scenario.max_duration_s:g} "
@@ -180,6 +193,11 @@ class Simulation:
                 reported = time.monotonic()
         if on_progress is not None:
             on_progress(self.progress(len(specs)))
+
+    def _next_flow_end(self) -> float:
+        """When the next flow ends: the clock's first tick at or after its exact end (now if one is due)."""
+        left = self.flows.time_to_next_finish()
+        return self.now if left == 0 else max(self.now, next_tick(self.now + left))
 
     def record_links(self) -> None:
         """A links.csv sample: every ToR core port's bytes up and down so far (exact: rates are constant
