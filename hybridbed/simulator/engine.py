@@ -289,10 +289,7 @@ class Simulation:
             sources = len(self.cluster.jobs[task.job_id].sources_of(task))
             fetches = self._reduces[task.task_id] = ReduceFetches(task, task.attempt, sources)
             if self.elephants_wait:  # its waiting bytes per map rack: what a dark pair's elephants queue
-                sizes = fetches.sizes
-                fetches.plan.tally = GroupTally(
-                    self.cluster.rack_of.__getitem__, lambda sources: sum(map(sizes.__getitem__, sources))
-                )
+                fetches.plan.tally = GroupTally(self.cluster.rack_of.__getitem__, fetches.sizes.__getitem__)
             self._hold_shuffle_rate(fetches)
 
     def _compute_and_write(self, task: Task, attempt: int) -> None:

@@ -36,7 +36,7 @@ class GroupTally:
     queued for a rack pair are the demand c-Through measures."""
 
     group_of: Callable[[str], Hashable]
-    size_of: Callable[[tuple[str, ...]], int]
+    size_of: Callable[[str], int]  # a parent's output -> its bytes
 
 
 @dataclass
@@ -149,7 +149,7 @@ class ShuffleFetches:
         waiting[source] = None
         if self.tally is not None:
             group = self.tally.group_of(host)
-            self.waiting_by_group[group] = self.waiting_by_group.get(group, 0) + self.tally.size_of((source,))
+            self.waiting_by_group[group] = self.waiting_by_group.get(group, 0) + self.tally.size_of(source)
 
     def _unwait(self, host: str, sources: tuple[str, ...]) -> None:
         waiting = self._waiting[host]
@@ -157,7 +157,7 @@ class ShuffleFetches:
             del waiting[source]
         if self.tally is not None:
             group = self.tally.group_of(host)
-            self.waiting_by_group[group] -= self.tally.size_of(sources)
+            self.waiting_by_group[group] -= sum(map(self.tally.size_of, sources))
         if not waiting:  # a host with nothing waiting is not offered to a fetcher
             del self._waiting[host]
             if self.tally is not None:

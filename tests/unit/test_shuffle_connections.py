@@ -70,7 +70,7 @@ def test_a_failed_connection_waits_for_its_backoff_and_goes_to_where_an_output_r
 def test_the_bytes_waiting_per_group_follow_every_announcement_connection_and_failure():
     sizes = {f"h{h}-m{i}": 100 * h + i + 1 for h in range(4) for i in range(30)}
     group = {"h0": "r0", "h1": "r0", "h2": "r1", "h3": "r1", "h9": "r2"}
-    plan = ShuffleFetches(tally=GroupTally(group.__getitem__, lambda sources: sum(sizes[s] for s in sources)))
+    plan = ShuffleFetches(tally=GroupTally(group.__getitem__, sizes.__getitem__))
 
     def recounted() -> dict[str, int]:
         """The outputs neither fetched nor on a connection, by the group of the host each is on now."""
@@ -137,7 +137,7 @@ def test_passing_over_dark_groups_opens_and_notes_what_the_walk_would(steps, par
     every waiting host, the other with the groups' merged host lists; the same connections open, and the same
     dark groups are noted, in the same order."""
     group_of = {host: int(host[1:]) % 4 for host in HOSTS}
-    tally = GroupTally(group_of.__getitem__, len)
+    tally = GroupTally(group_of.__getitem__, lambda output: 1)
     walked, merged = (ShuffleFetches(parallel, per_connection, tally=tally) for _ in range(2))
     for step in steps:
         if step[0] == "announce":
