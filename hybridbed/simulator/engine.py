@@ -18,7 +18,8 @@ offers its host's containers at once.
 
 Everything happens in a fixed order from the scenario's seed, so a run is reproducible to the byte (unless the
 policy itself looks at the wall clock: DSP's MILP stops at a time limit); flows end on the clock's microsecond
-ticks, so the same run with another exact rate computation (the reference) is too.
+ticks and measured demand is read in whole bytes, so the same run with another exact rate computation (the
+reference) is too.
 """
 
 from __future__ import annotations
@@ -549,9 +550,9 @@ class Simulation:
         self._at(max(due + interval, self.now + FINISH_TOLERANCE_S), "ocs_tick", due + interval)
 
     def _elephants_waiting(self) -> dict[tuple[int, int], float]:
-        """Per dark rack pair, the elephant bytes waiting for its circuit: those of connections it stopped and
+        """Per dark rack pair, the whole elephant bytes waiting for its circuit: those of connections it stopped and
         those its reducers' fetchers passed over (queued at the hosts: how c-Through estimates demand)."""
-        waiting = {pair: sum(left for _, left in flows) for pair, flows in self._waiting.items() if flows}
+        waiting = {pair: float(round(sum(left for _, left in flows))) for pair, flows in self._waiting.items() if flows}
         rack_of = self.cluster.rack_of
         for (a, b), reducers in list(self._passed_over.items()):
             queued = 0.0

@@ -85,8 +85,10 @@ class FlowTable:
         core_links = links.core.stop - links.core.start
         self.core_bytes = np.zeros(core_links)  # bytes over each link between the ToRs and the core so far
         racks = links.racks
-        # bytes per rack pair since take_pair_bytes, of the flows that may ride a circuit (all, or the marked)
+        # bytes per rack pair so far, of the flows that may ride a circuit (all, or the marked), and the whole
+        # bytes of them take_pair_bytes has counted
         self.pair_bytes = np.zeros(racks * racks)
+        self._pair_bytes_taken = np.zeros(racks * racks)
         self._pair_rate: np.ndarray = np.zeros(racks * racks)
         self._next_finish: float | None = None  # time_to_next_finish's answer, kept until the flows move on
         self._stale = False
@@ -325,11 +327,14 @@ class FlowTable:
         return float(self.core_bytes[self.links.ocs_uplinks].sum())
 
     def take_pair_bytes(self) -> list[list[float]]:
-        """Bytes sent between every two racks since the last call by flows that may ride a circuit (the
-        controller's measured demand: all traffic, or the marked traffic when only marked traffic may)."""
+        """Whole bytes sent between every two racks since the last call by flows that may ride a circuit (the
+        controller's measured demand: all traffic, or the marked traffic when only marked traffic may). Whole,
+        as the switch counters the controller reads count them: equal demands then tie exactly, whatever the
+        last bits of the rates that moved them, and the circuit matching does not turn on those bits."""
         racks = self.links.racks
-        measured = self.pair_bytes.reshape(racks, racks).tolist()
-        self.pair_bytes = np.zeros(racks * racks)
+        counted = np.floor(self.pair_bytes)
+        measured = (counted - self._pair_bytes_taken).reshape(racks, racks).tolist()
+        self._pair_bytes_taken = counted
         return measured
 
 

@@ -20,7 +20,7 @@ from hybridbed.results.path_accounting import uplink_bytes
 from hybridbed.scheduler.model import JobSpec, Resources, build_job
 from hybridbed.simulator.engine import CLOCK_TICKS_PER_S, next_tick
 from hybridbed.simulator.fabric import FabricLinks, SimulatedOcs
-from hybridbed.simulator.fairshare import progressive_filling_rates
+from hybridbed.simulator.fairshare import max_min_rates, progressive_filling_rates
 from hybridbed.simulator.flows import Flow, FlowTable
 from hybridbed.workloads.build import build_workload
 
@@ -138,6 +138,15 @@ def test_only_flows_that_may_ride_a_circuit_count_as_measured_demand():
     assert table.eps_uplink_bytes == pytest.approx(10 * MB)  # both crossed it
 
 
+def test_measured_demand_is_read_in_whole_bytes_and_no_byte_is_lost_between_readings():
+    table, _, _ = two_rack_network(delay_ms=10)  # one flow 0 -> 1 over the 10 Mb/s EPS: 1.25e6 bytes/s
+    readings = []
+    for _ in range(8):
+        table.advance(0.5**20)  # 1.192... bytes each time (exact in binary)
+        readings.append(table.take_pair_bytes()[0][1])
+    assert readings == [1, 1, 1, 1, 1, 2, 1, 1]  # the counter's whole bytes: 9 of the 9.54 sent
+
+
 @pytest.mark.parametrize("policy", ["fair", "jobpacker"])
 def test_every_byte_of_the_workload_moves_and_every_job_finishes(tmp_path, policy):
     out = simulate(tmp_path, policy, policy)
@@ -215,15 +224,26 @@ def test_a_flow_ends_on_the_clocks_next_tick_whatever_the_last_bits_of_its_end(e
     assert next_tick(tick) == tick
 
 
-def test_the_relaxed_rate_computation_and_the_reference_give_the_same_run_byte_for_byte(tmp_path):
-    """Their rates differ in the last bits; on the clock's ticks no decision turns on those (Fair's first 150
-    coarse jobs: without the ticks, 17 of their JCTs differed by up to 9 s)."""
-    overrides = {"backend": "simulation", "scheduler.policy": "fair", "workload.jobs": 150}
+@pytest.mark.parametrize(
+    ("jobs", "rates"),
+    [
+        # without the clock's ticks, 17 of the 150 JCTs differed, by up to 9 s
+        (150, progressive_filling_rates),
+        # without whole-byte demand, the two picked other circuits among equal demands at 88 s: 21 JCTs differed
+        (400, max_min_rates),
+    ],
+    ids=["reference", "bottleneck-first"],
+)
+def test_another_exact_rate_computation_gives_the_same_run_byte_for_byte(tmp_path, jobs, rates):
+    """The relaxed computation and the others differ in the last bits of their rates; with flows ending on the
+    clock's ticks and demand read in whole bytes, no decision turns on those (Fair, the coarse batch's first
+    jobs)."""
+    overrides = {"backend": "simulation", "scheduler.policy": "fair", "workload.jobs": jobs}
     scenario = load_scenario(REPO / "scenarios" / "jobpacker-paper-sim-coarse.yaml", overrides)
     run_simulation(scenario, tmp_path / "relaxed")
-    run_simulation(scenario, tmp_path / "reference", rates=progressive_filling_rates)
+    run_simulation(scenario, tmp_path / "other", rates=rates)
     for name in ("jobs.csv", "tasks.csv", "flows.csv", "ocs_events.csv"):
-        assert (tmp_path / "relaxed" / name).read_bytes() == (tmp_path / "reference" / name).read_bytes(), name
+        assert (tmp_path / "relaxed" / name).read_bytes() == (tmp_path / "other" / name).read_bytes(), name
 
 
 def test_disks_are_shared_links_and_a_map_streams_its_read_compute_and_write():
