@@ -2,10 +2,11 @@
 simulated seconds per wall second, with the reference rate computation (progressive filling) run on the
 same setup for the wall-time ratio and the check that both give the same makespan and JCTs to the
 millisecond (the largest difference, and how many jobs differ). Targets: at most 15 s per setup at paper
-scale (20 racks x 30 servers, the 1000 FB-2009 jobs of scenarios/jobpacker-paper-sim-coarse.yaml) and at most 300 s at 10x (--scale 10: 200 racks x 30 servers,
-10,000 synthetic jobs with the paper's shuffle percentiles, as FB-2009 has only 1165 jobs in the range),
-on a 2-core machine. The targets are measured on the coarse task shape: Hadoop's (scenarios/jobpacker-paper-sim.yaml,
-some 13 M flows at paper scale) would take hours per setup at 10x, and its reference path hours at 1x.
+scale (20 racks x 30 servers, the 1000 FB-2009 jobs of scenarios/jobpacker-paper-sim-coarse.yaml) and at
+most 300 s at 10x (--scale 10: 200 racks x 30 servers, 10,000 synthetic jobs with the paper's shuffle
+percentiles, as FB-2009 has only 1165 jobs in the range), on a 2-core machine. The targets are measured on
+the coarse task shape: Hadoop's (scenarios/jobpacker-paper-sim.yaml, some 13 M flows at paper scale) would
+take hours per setup at 10x, and its reference path hours at 1x.
 `--scenario` measures another scenario instead (such as jobpacker-paper-sim.yaml), without the targets.
 No root needed:
     .venv/bin/python bench/simulator.py [--scale 1|10] [--jobs N] [--policies fair,corral,jobpacker,f-eps]
