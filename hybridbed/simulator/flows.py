@@ -81,6 +81,7 @@ class FlowTable:
         # the max-min computation, told the classes rekeyed since the last (a stateless one ignores them)
         self._solve: RelaxedMaxMin | _StatelessRates = RelaxedMaxMin() if rates is None else _StatelessRates(rates)
         self._rekeyed: list[int] = []  # classes given a new (cap, path) since the last computation
+        self._recounted: list[int] = []  # classes whose flows came or went since the last computation
         self.flows: list[Flow] = []
         core_links = links.core.stop - links.core.start
         self.core_bytes = np.zeros(core_links)  # bytes over each link between the ToRs and the core so far
@@ -141,10 +142,12 @@ class FlowTable:
             self.class_cap[cid] = cap
             self._rekeyed.append(cid)
         self.class_count[cid] += 1
+        self._recounted.append(cid)
         return cid
 
     def _leave_class(self, cid: int) -> None:
         self.class_count[cid] -= 1
+        self._recounted.append(cid)
         if self.class_count[cid] == 0:
             self._free_class(cid)
 
@@ -275,6 +278,7 @@ class FlowTable:
         for flow, sent in zip(dropped, self.ocs[rows].tolist(), strict=True):
             flow.ocs_bytes = min(sent, flow.size)
         remaining = self.remaining[rows].tolist()
+        self._recounted.extend(self.cls[rows].tolist())
         columns = tuple(getattr(self, name) for name, _, _ in _FLOW_COLUMNS)
         emptied = _remove_rows(rows, len(self.flows), self.cls, self.class_count, columns)
         flows = self.flows
@@ -302,9 +306,11 @@ class FlowTable:
         paths, caps, weights = self.class_paths[:classes], self.class_cap[:classes], self.class_count[:classes]
         # (a class rekeyed and emptied since the last computation may lie past the highest in use)
         rekeyed = np.array([cid for cid in self._rekeyed if cid < classes], dtype=np.int64)
-        self.class_rate[:classes] = self._solve(paths, self.capacities, caps, weights, rekeyed)
+        recounted = np.array(self._recounted, dtype=np.int64)  # those past the highest in use have no flows
+        self.class_rate[:classes] = self._solve(paths, self.capacities, caps, weights, rekeyed, recounted)
         self._loads = self._solve.loads
         self._rekeyed.clear()
+        self._recounted.clear()
         self._pair_rate, self._next_finish = _spread_rates(
             self.class_rate,
             self.cls,
@@ -340,14 +346,21 @@ class FlowTable:
 
 class _StatelessRates:
     """A stateless max-min computation (the reference, in bench/simulator.py and the tests) behind the relaxed
-    one's interface: told the classes rekeyed, which it ignores, and leaving the links' loads in `loads`."""
+    one's interface: told the classes rekeyed and recounted, which it ignores, and leaving the links' loads in
+    `loads`."""
 
     def __init__(self, rates: RateSolver):
         self._rates = rates
         self.loads = np.zeros(0)
 
     def __call__(
-        self, paths: np.ndarray, capacities: np.ndarray, caps: np.ndarray, weights: np.ndarray, _: np.ndarray
+        self,
+        paths: np.ndarray,
+        capacities: np.ndarray,
+        caps: np.ndarray,
+        weights: np.ndarray,
+        _rekeyed: np.ndarray,
+        _recounted: np.ndarray,
     ) -> np.ndarray:
         rates = self._rates(paths, capacities, caps, weights)
         self.loads = link_loads(paths, weights, rates, capacities.size)

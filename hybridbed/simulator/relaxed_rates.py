@@ -13,7 +13,8 @@ that link back and solves again, at most once per link.
 Kept across computations (the object holds them): the links kept (those loaded to at least
 KEPT_LOAD of their capacity at the last computation, plus any that overloaded since; the ones below it
 are dropped every SHRINK_EVERY computations), and the merged rows, with a hash table from (kept links,
-cap) to row, so a computation regroups only the classes whose path or cap changed. Where the
+cap) to row, so a computation regroups only the classes whose path or cap changed, and each row's flows, so
+it recounts only the classes whose flows changed. Where the
 relaxation merges little (rack-local flows fill their NICs, as under JobPacker, and every NIC is kept),
 it steps aside: bottleneck first over every class, for the next BYPASS_CALLS computations.
 
@@ -47,7 +48,9 @@ _FNV_OFFSET, _FNV_PRIME = np.uint64(1469598103934665603), np.uint64(109951162821
 class RelaxedMaxMin:
     """A run's rate computation; it keeps state between computations, so one per flow table. Called as
     `fairshare.max_min_rates` is, plus `rekeyed`: the classes whose path or cap changed since the previous
-    call (None: not known, so every class is regrouped). Same rates within RELATIVE_TOLERANCE. After a call,
+    call (None: not known, so every class is regrouped), and `recounted`: those whose flows changed (None: not
+    known, so every class is recounted; those past the classes passed have no flows now). Same rates within
+    RELATIVE_TOLERANCE. After a call,
     `loads` is what every link carries at those rates (the check against dropped links computes it anyway,
     and the flow table reads its core links' from it)."""
 
@@ -56,9 +59,12 @@ class RelaxedMaxMin:
         self._regroup_all = True  # no class is merged (after a reset)
         self._toggled = np.zeros(0, dtype=np.bool_)  # links kept or dropped since the classes were merged
         self._row_of = np.zeros(0, dtype=np.int64)  # each class's merged row (-1: none)
+        self._counted = np.zeros(0)  # each class's flows as its row counts them (0 without a row)
         self._table = np.zeros(0, dtype=np.int64)  # hash table: (path over the kept links, cap) -> row
         self._rows = (np.zeros((0, 0), dtype=LINK_INDEX), np.zeros(0))  # rows' paths over the kept links, caps
         self._row_count = 0
+        self._row_weights = np.zeros(0)  # each row's flows
+        self._tally = np.zeros(2, dtype=np.int64)  # rows with flows, classes with flows
         self._reset_rows(1024, 0)
         self._bypass = 0  # computations left to run without the relaxation
         self.loads = np.zeros(0)
@@ -72,6 +78,7 @@ class RelaxedMaxMin:
         caps: np.ndarray,
         weights: np.ndarray | None = None,
         rekeyed: np.ndarray | None = None,
+        recounted: np.ndarray | None = None,
     ) -> np.ndarray:
         paths, capacities, caps, weights = solver_arrays(paths, capacities, caps, weights)
         self.computations += 1
@@ -91,19 +98,25 @@ class RelaxedMaxMin:
         if rekeyed is None:
             self._reset_rows(self._rows[1].size, paths.shape[1])
             rekeyed = np.zeros(0, dtype=np.int64)
+        if recounted is None:
+            recounted = np.arange(self._counted.size)
         row_paths, row_caps = self._rows
         while True:
-            status, self._row_count, row_weights = _group_rows(
+            status, self._row_count = _group_rows(
                 paths,
                 caps,
                 weights,
                 rekeyed,
+                recounted,
                 self._regroup_all,
                 self.kept,
                 self._toggled,
                 self._row_of,
+                self._counted,
                 self._table,
                 self._rows,
+                self._row_weights,
+                self._tally,
                 self._row_count,
             )
             self._regroup_all = False
@@ -117,9 +130,9 @@ class RelaxedMaxMin:
                 self._reset_rows(room, paths.shape[1])
                 row_paths, row_caps = self._rows
                 continue
-            rekeyed = rekeyed[:0]  # merged
+            rekeyed, recounted = rekeyed[:0], recounted[:0]  # merged and counted
             rows = self._row_count
-            row_rates = bottleneck_first(row_paths[:rows], self._padded, row_caps[:rows], row_weights)
+            row_rates = bottleneck_first(row_paths[:rows], self._padded, row_caps[:rows], self._row_weights[:rows])
             loads, overloaded = _spread(
                 paths, weights, self._row_of, row_rates, capacities, self.kept, self._toggled, rates
             )
@@ -156,14 +169,18 @@ class RelaxedMaxMin:
             self._reset_rows(self._rows[1].size, hops)  # the padding link moved
         if self._row_of.size < classes:
             self._row_of = np.full(max(classes, 2 * self._row_of.size), -1, dtype=np.int64)
+            self._counted = np.zeros(self._row_of.size)
             self._reset_rows(self._rows[1].size, hops)
 
     def _reset_rows(self, capacity: int, hops: int) -> None:
         """No merged rows, no class merged: room for `capacity` rows."""
         self._table = np.full(1 << (2 * capacity - 1).bit_length(), -1, dtype=np.int64)
         self._rows = (np.empty((capacity, hops), dtype=LINK_INDEX), np.empty(capacity))
+        self._row_weights = np.zeros(capacity)
         self._row_count = 0
         self._row_of[:] = -1
+        self._counted[:] = 0.0
+        self._tally[:] = 0
         self._regroup_all = True
 
 
@@ -173,13 +190,28 @@ _GROUPED, _NO_ROOM, _STALE_ROWS, _BYPASS = 0, 1, 2, 3
 
 @numba.njit(cache=True)
 def _group_rows(
-    paths, caps, weights, rekeyed, regroup_all, kept, toggled, row_of, table, rows, count
+    paths,
+    caps,
+    weights,
+    rekeyed,
+    recounted,
+    regroup_all,
+    kept,
+    toggled,
+    row_of,
+    counted,
+    table,
+    rows,
+    row_weights,
+    tally,
+    count,
 ):  # pragma: no cover (compiled)
     """Merge the classes that changed (`rekeyed`, all of them when `regroup_all`, those crossing `toggled`
-    links) into rows: one compiled call for what took four from Python. Returns the outcome (_GROUPED, or why
-    not), the rows there are and the flows of each. The solve over the rows is called from Python, not from
-    here: numba's cache follows a compiled function's own file only, so a compiled call into fairshare.py would
-    go on running its code as it was when this was cached (and a cache of mixed versions can crash)."""
+    links) into rows, and count the flows of those and of the `recounted` ones into their rows: one compiled
+    call for what took four from Python. Returns the outcome (_GROUPED, or why not) and the rows there are.
+    The solve over the rows is called from Python, not from here: numba's cache follows a compiled function's
+    own file only, so a compiled call into fairshare.py would go on running its code as it was when this was
+    cached (and a cache of mixed versions can crash)."""
     pad = kept.size  # the relaxation's padding link: one past the last
     while True:
         if regroup_all:
@@ -188,20 +220,54 @@ def _group_rows(
             dirty = np.concatenate((rekeyed, _crossing(paths, toggled)))
         else:
             dirty = rekeyed
+        _count(weights, dirty, True, row_of, counted, row_weights, tally)  # out of the rows they leave
         count = _merge(paths, caps, dirty, kept, pad, row_of, table, rows, count)
         if count < 0:
-            return _NO_ROOM, 0, weights[:0]
+            return _NO_ROOM, 0
         regroup_all = False
         toggled[:] = False
-        row_weights, used, live = _row_weights(weights, row_of, count)
-        if used < 0:  # a live class not merged yet (its flows came back without a rekey)
-            rekeyed = np.flatnonzero((weights > 0) & (row_of[: weights.size] < 0))
+        unmerged = np.concatenate(
+            (
+                _count(weights, dirty, False, row_of, counted, row_weights, tally),
+                _count(weights, recounted, False, row_of, counted, row_weights, tally),
+            )
+        )
+        if unmerged.size:  # live classes without a row (their flows came back without a rekey)
+            rekeyed, recounted = unmerged, recounted[:0]
             continue
+        used, live = tally[0], tally[1]
         if count > 2 * used + 64:
-            return _STALE_ROWS, count, row_weights
+            return _STALE_ROWS, count
         if used > MERGE_AT_MOST * live + 64:
-            return _BYPASS, count, row_weights
-        return _GROUPED, count, row_weights
+            return _BYPASS, count
+        return _GROUPED, count
+
+
+@numba.njit(cache=True)
+def _count(weights, classes, out, row_of, counted, row_weights, tally):  # pragma: no cover (compiled)
+    """Bring the rows' flows up to date with these classes' (all out of their rows when `out`; a class past
+    the `weights` has none): `row_weights`, `counted` and the `tally` (rows with flows, classes with flows).
+    Returns the classes with flows and no row, left uncounted."""
+    unmerged = np.empty(classes.size, dtype=np.int64)
+    found = 0
+    for c in classes:
+        if c >= counted.size:  # never counted: no row has its flows
+            continue
+        now = 0.0 if out or c >= weights.size else weights[c]
+        before = counted[c]
+        if now == before:
+            continue
+        row = row_of[c]
+        if row < 0:  # uncounted (before is 0)
+            unmerged[found] = c
+            found += 1
+            continue
+        was = row_weights[row]
+        row_weights[row] = was + now - before
+        tally[0] += np.int64(row_weights[row] > 0) - np.int64(was > 0)
+        tally[1] += np.int64(now > 0) - np.int64(before > 0)
+        counted[c] = now
+    return unmerged[:found]
 
 
 @numba.njit(cache=True)
@@ -238,23 +304,6 @@ def _merge(paths, caps, dirty, kept, pad, row_of, table, rows, count):  # pragma
             slot = (slot + 1) & (size - 1)
         row_of[f] = row
     return count
-
-
-@numba.njit(cache=True)
-def _row_weights(weights, row_of, rows):  # pragma: no cover (compiled)
-    """Flows per merged row, the rows with flows and the classes with flows (rows with flows -1 if a class
-    with flows has no row)."""
-    merged = np.zeros(rows)
-    used = live = 0
-    for f in range(weights.size):
-        if weights[f] > 0:
-            live += 1
-            row = row_of[f]
-            if row < 0:
-                return merged, -1, live
-            used += merged[row] == 0
-            merged[row] += weights[f]
-    return merged, used, live
 
 
 @numba.njit(cache=True)

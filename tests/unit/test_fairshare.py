@@ -135,7 +135,7 @@ def test_the_relaxed_solver_adds_back_a_dropped_link_that_the_relaxation_overloa
 
 
 # a sequence of computations on one evolving problem: a class changes path or cap (it is rekeyed), its flow
-# count changes (0: no flows) or a link's capacity changes
+# count changes (0: no flows; it is recounted) or a link's capacity changes
 LINKS, HOPS = 6, 3
 CLASS_PATH = st.lists(st.integers(0, LINKS), min_size=HOPS, max_size=HOPS)  # LINKS: the padding link
 REKEY = st.tuples(st.just("rekey"), st.integers(0, 19), CLASS_PATH, st.sampled_from([INF, INF, 0.5, 2.0]))
@@ -158,7 +158,7 @@ def test_the_relaxed_solver_matches_the_reference_over_any_sequence_of_computati
             patch.setattr(relaxed_rates, "MERGE_AT_MOST", -100.0)
             patch.setattr(relaxed_rates, "BYPASS_CALLS", 1)
         for changes in computations:
-            rekeyed = []
+            rekeyed, recounted = [], []
             for change in changes:
                 if change[0] == "rekey":
                     _, cls, path, cap = change
@@ -166,10 +166,13 @@ def test_the_relaxed_solver_matches_the_reference_over_any_sequence_of_computati
                     rekeyed.append(cls)
                 elif change[0] == "count":
                     weights[change[1]] = change[2]
+                    recounted.append(change[1])
                 else:
                     capacities[change[1]] = change[2]
-            told = None if often and len(changes) % 3 == 0 else np.array(rekeyed, dtype=np.int64)  # None: unknown
-            got = solver(paths, capacities, caps, weights, told)
+            # None: not known
+            told_rekeyed = None if often and len(changes) % 3 == 0 else np.array(rekeyed, dtype=np.int64)
+            told_recounted = None if often and len(changes) % 3 == 1 else np.array(recounted, dtype=np.int64)
+            got = solver(paths, capacities, caps, weights, told_rekeyed, told_recounted)
             expected = progressive_filling_rates(paths, capacities, caps, weights)
             live = weights > 0
             assert got[live] == pytest.approx(expected[live], rel=1e-9)
