@@ -78,7 +78,7 @@ class FlowTable:
         """`rates`: a stateless max-min computation instead of the relaxed one (bench/simulator.py and the
         tests compare the reference with it)."""
         self.links = links
-        # the max-min computation, told the classes rekeyed since the last (a stateless one ignores them)
+        # the max-min computation, told which classes changed since the last (a stateless one does not listen)
         self._solve: RelaxedMaxMin | _StatelessRates = RelaxedMaxMin() if rates is None else _StatelessRates(rates)
         self._rekeyed: list[int] = []  # classes given a new (cap, path) since the last computation
         self._recounted: list[int] = []  # classes whose flows came or went since the last computation
