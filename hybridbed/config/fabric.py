@@ -124,15 +124,24 @@ class OcsSpec(BaseModel):
             " none (JobPacker §2.2: the elephant matrix M_o is sent via the OCS, the rest via the EPS; Fig. 2 times"
             " M_o at the OCS's rate alone); false: they take the EPS until their circuit lights, as c-Through's"
             " hosts do. The simulation backend models it; the emulated ToRs send a dark pair's marked traffic over"
-            " the EPS"
+            " the EPS. Not with scheduler solstice, which leaves to the EPS what it does not schedule"
         ),
     )
 
     @model_validator(mode="after")
-    def _waiting_needs_elephants(self) -> OcsSpec:
+    def _elephants_can_wait(self) -> OcsSpec:
         if self.elephants_wait and self.steering != "elephant":
             raise ValueError(
                 f"ocs.elephants_wait needs ocs.steering elephant (got {self.steering}): only marked elephants can wait"
+            )
+        if self.elephants_wait and self.scheduler == "solstice":
+            # Solstice trims, and drops from a full interval, what it leaves to the EPS. Under all-to-all demand every
+            # entry falls below its shortest day and it lights nothing: the paper-scale Fair run then stalled
+            # with 242 jobs left (docs/network.md, circuit schedulers).
+            raise ValueError(
+                "ocs.scheduler solstice leaves to the EPS the demand too short for a configuration of its own, and "
+                "ocs.elephants_wait keeps elephants off the EPS: they would wait for circuits that never come "
+                "(set ocs.elephants_wait false, or another scheduler)"
             )
         return self
 

@@ -27,7 +27,9 @@ from hybridbed.controller.circuit_schedulers import (
 from hybridbed.experiments.scenarios import load_scenario
 from hybridbed.experiments.simulated import run_simulation
 
-QUICKSTART = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yaml"
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+QUICKSTART = SCENARIOS / "quickstart.yaml"
+PAPER_COARSE = SCENARIOS / "jobpacker-paper-sim-coarse.yaml"
 MB_S = 1e6 / 8
 
 
@@ -183,3 +185,19 @@ def test_every_scheduler_runs_the_simulated_quickstart(tmp_path, name):
 
 def pairs_of(circuits: str) -> set[tuple[int, int]]:
     return {(c["src_rack"], c["dst_rack"]) for c in json.loads(circuits)}
+
+
+def test_solstice_lights_nothing_when_every_pair_needs_more_than_the_interval_shares_out():
+    """Why Solstice cannot serve waiting elephants: capped to the interval, each of a sender's 19 pairs gets
+    under one shortest day (90 ms at a 10 ms delay), and Solstice leaves all of it to the EPS."""
+    seconds = np.full((20, 20), 1.5)
+    np.fill_diagonal(seconds, 0.0)
+    assert solstice_days(seconds, interval_s=1.0, delay_s=0.01) == []
+
+
+def test_solstice_is_refused_where_elephants_wait_for_their_circuit():
+    with pytest.raises(SpecError, match="ocs.scheduler solstice .* ocs.elephants_wait keeps elephants off the EPS"):
+        load_scenario(PAPER_COARSE, {"ocs.scheduler": "solstice"})
+    assert load_scenario(PAPER_COARSE, {"ocs.scheduler": "solstice", "ocs.elephants_wait": False}).ocs.scheduler == (
+        "solstice"
+    )
