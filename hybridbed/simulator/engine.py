@@ -173,7 +173,7 @@ class Simulation:
             if t > self.scenario.max_duration_s:
                 raise SimulationTimeout(
                     f"workload not done after max_duration_s={self.scenario.max_duration_s:g} "
-                    f"simulated seconds ({len(self.core.finished)}/{len(specs)} jobs)"
+                    f"simulated seconds ({len(self.core.finished)}/{len(specs)} jobs{self._stuck()})"
                 )
             self.flows.advance(t - self.now)
             self.now = t
@@ -194,6 +194,19 @@ class Simulation:
                 reported = time.monotonic()
         if on_progress is not None:
             on_progress(self.progress(len(specs)))
+
+    def _stuck(self) -> str:
+        """What a run past its deadline still waits for that the user may not see: elephants held for circuits
+        their rack pairs are not given."""
+        waiting = {pair: left for pair, left in self._elephants_waiting().items() if left > 0}
+        if not waiting:
+            return ""
+        ocs = self.scenario.ocs
+        lighting = f"ocs.scheduler {ocs.scheduler}" if ocs.mode == "periodic" else f"ocs.mode {ocs.mode}"
+        return (
+            f"; the elephants of {len(waiting)} rack pairs ({sum(waiting.values()):,.0f} bytes) still wait for a"
+            f" circuit ({lighting})"
+        )
 
     def _next_flow_end(self) -> float:
         """When the next flow ends: the clock's first tick at or after its exact end (now if one is due)."""

@@ -24,6 +24,7 @@ from hybridbed.controller.circuit_schedulers import (
     solstice_days,
     stuff,
 )
+from hybridbed.experiments.run_failed import RunFailed
 from hybridbed.experiments.scenarios import load_scenario
 from hybridbed.experiments.simulated import run_simulation
 
@@ -201,3 +202,20 @@ def test_solstice_is_refused_where_elephants_wait_for_their_circuit():
     assert load_scenario(PAPER_COARSE, {"ocs.scheduler": "solstice", "ocs.elephants_wait": False}).ocs.scheduler == (
         "solstice"
     )
+
+
+def test_a_run_past_its_deadline_names_the_elephants_still_waiting_for_a_circuit(tmp_path):
+    """Pinned mode with no circuit set: the elephants wait to the deadline, and the failure says so."""
+    overrides = {
+        "backend": "simulation",
+        "ocs.mode": "pinned",
+        "ocs.steering": "elephant",
+        "ocs.elephants_wait": True,
+        "max_duration_s": 300,
+    }
+    with pytest.raises(
+        RunFailed,
+        match=r"the elephants of \d+ rack pairs \([\d,]+ bytes\) still wait for a circuit \(ocs.mode pinned\)",
+    ):
+        run_simulation(load_scenario(QUICKSTART, overrides), tmp_path / "run")
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "failed"
