@@ -124,7 +124,8 @@ class OcsSpec(BaseModel):
             " none (JobPacker §2.2: the elephant matrix M_o is sent via the OCS, the rest via the EPS; Fig. 2 times"
             " M_o at the OCS's rate alone); false: they take the EPS until their circuit lights, as c-Through's"
             " hosts do. The simulation backend models it; the emulated ToRs send a dark pair's marked traffic over"
-            " the EPS. Not with scheduler solstice, which leaves to the EPS what it does not schedule"
+            " the EPS. Needs mode periodic, and not scheduler solstice, which leaves to the EPS what it does not"
+            " schedule"
         ),
     )
 
@@ -133,6 +134,11 @@ class OcsSpec(BaseModel):
         if self.elephants_wait and self.steering != "elephant":
             raise ValueError(
                 f"ocs.elephants_wait needs ocs.steering elephant (got {self.steering}): only marked elephants can wait"
+            )
+        if self.elephants_wait and self.mode != "periodic":
+            raise ValueError(
+                f"ocs.elephants_wait needs ocs.mode periodic (got {self.mode}): the simulator sets no pinned circuit, "
+                "so elephants would wait for circuits that never come"
             )
         if self.elephants_wait and self.scheduler == "solstice":
             # Solstice trims, and drops from a full interval, what it leaves to the EPS. Under all-to-all demand every

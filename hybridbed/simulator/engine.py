@@ -201,11 +201,9 @@ class Simulation:
         waiting = {pair: left for pair, left in self._elephants_waiting().items() if left > 0}
         if not waiting:
             return ""
-        ocs = self.scenario.ocs
-        lighting = f"ocs.scheduler {ocs.scheduler}" if ocs.mode == "periodic" else f"ocs.mode {ocs.mode}"
         return (
             f"; the elephants of {len(waiting)} rack pairs ({sum(waiting.values()):,.0f} bytes) still wait for a"
-            f" circuit ({lighting})"
+            f" circuit from ocs.scheduler {self.scenario.ocs.scheduler}"
         )
 
     def _next_flow_end(self) -> float:

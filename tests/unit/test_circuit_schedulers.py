@@ -204,18 +204,24 @@ def test_solstice_is_refused_where_elephants_wait_for_their_circuit():
     )
 
 
+def test_elephants_wait_only_where_periodic_reconfigurations_light_circuits():
+    with pytest.raises(SpecError, match="ocs.elephants_wait needs ocs.mode periodic"):
+        load_scenario(PAPER_COARSE, {"ocs.mode": "pinned"})
+
+
 def test_a_run_past_its_deadline_names_the_elephants_still_waiting_for_a_circuit(tmp_path):
-    """Pinned mode with no circuit set: the elephants wait to the deadline, and the failure says so."""
+    """The first reconfiguration comes after the deadline: the elephants wait to the end, and the failure says
+    so."""
     overrides = {
         "backend": "simulation",
-        "ocs.mode": "pinned",
+        "ocs.reconfig_interval_s": 3600,
         "ocs.steering": "elephant",
         "ocs.elephants_wait": True,
         "max_duration_s": 300,
     }
     with pytest.raises(
         RunFailed,
-        match=r"the elephants of \d+ rack pairs \([\d,]+ bytes\) still wait for a circuit \(ocs.mode pinned\)",
+        match=r"the elephants of \d+ rack pairs \([\d,]+ bytes\) still wait for a circuit from ocs.scheduler edmonds",
     ):
         run_simulation(load_scenario(QUICKSTART, overrides), tmp_path / "run")
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "failed"

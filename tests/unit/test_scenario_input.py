@@ -48,7 +48,7 @@ def write(tmp_path: Path, text: str) -> Path:
         ({"scheduler": {"policy_params": {"fair": {"node_delay_s": math.inf}}}}, r"policy_params.fair: .*finite"),
         ({"ocs": {"elephants_wait": True}}, r"ocs.elephants_wait needs ocs.steering elephant \(got all\)"),
         (
-            {"backend": "emulation", "ocs": {"steering": "elephant", "elephants_wait": True}},
+            {"backend": "emulation", "ocs": {"mode": "periodic", "steering": "elephant", "elephants_wait": True}},
             r"ocs.elephants_wait: only the simulation backend models",
         ),
     ],
