@@ -110,6 +110,7 @@ def run_simulation(
                     "events": simulation.events,
                     "planning_wall_s": round(planning_s, 3),
                     "wall_s": round(time.perf_counter() - started, 3),
+                    **simulation.elephant_wait_summary(),
                     **({"error": error} if error else {}),
                 },
             )

@@ -143,6 +143,8 @@ class Simulation:
         # a set of strings iterates in an order that changes from process to process)
         self._waiting: dict[tuple[int, int], list[tuple[Flow, float]]] = {}
         self._passed_over: dict[tuple[int, int], dict[str, None]] = {}
+        self._waits_since: dict[tuple[int, int], float] = {}  # per rack pair whose elephants wait: since when
+        self.elephant_waits: list[float] = []  # each rack pair's wait for its circuit, in seconds, as it ended
         self._measured = MeasuredDemand(fabric.racks, scenario.ocs.measured_demand)
         self.now = 0.0
         self.events = 0
@@ -436,7 +438,9 @@ class Simulation:
             opened, passed_over = fetches.plan.open_passing_over(dark)
             rack = self.cluster.rack_of[str(task.host)]
             for src in passed_over:  # noted, so that the reducer opens connections when the pair lights
-                self._passed_over.setdefault((cast(int, src), rack), {})[task.task_id] = None
+                pair = (cast(int, src), rack)
+                self._passed_over.setdefault(pair, {})[task.task_id] = None
+                self._began_waiting(pair)
         else:
             opened = fetches.plan.open()
         for connection in opened:
@@ -480,6 +484,7 @@ class Simulation:
         steerable = self.steering == "all" or (self.steering == "elephant" and flow.elephant)
         if self.elephants_wait and steerable and a != b and circuit is None:
             self._waiting.setdefault((a, b), []).append((flow, flow.size if remaining is None else remaining))
+            self._began_waiting((a, b))
             return
         if flow.kind == "shuffle":  # held to the task's rate by its link; a local copy by the loopback
             link = self._reduces[flow.task.task_id].link
@@ -578,7 +583,29 @@ class Simulation:
                 waiting[a, b] = waiting.get((a, b), 0.0) + queued
             else:
                 del self._passed_over[a, b]
+        for pair in [pair for pair in self._waits_since if pair not in waiting]:
+            del self._waits_since[pair]  # nothing waits any more (its reducers ended elsewhere): no circuit came
         return waiting
+
+    def _began_waiting(self, pair: tuple[int, int]) -> None:
+        """The rack pair's elephants wait for a circuit (from now, unless they already did)."""
+        self._waits_since.setdefault(pair, self.now)
+
+    def elephant_wait_summary(self) -> dict[str, float | int | None]:
+        """How long rack pairs' elephants waited for their circuits, in elephants_wait mode (nothing otherwise):
+        the waits that ended (each from a pair's first elephant held back to its circuit lighting), their
+        median, 95th percentile and longest, in seconds."""
+        if not self.elephants_wait:
+            return {}
+        waits = np.array(self.elephant_waits)
+        stats = {"median": 50, "p95": 95, "max": 100}
+        return {
+            "elephant_waits": len(waits),
+            **{
+                f"elephant_wait_{name}_s": round(float(np.percentile(waits, q)), 3) if len(waits) else None
+                for name, q in stats.items()
+            },
+        }
 
     def _ocs_slot(self, round_: int, configuration: Configuration) -> None:
         """A later slot of an interval's schedule (none once the next interval's schedule has been made)."""
@@ -602,8 +629,12 @@ class Simulation:
         elephants_wait mode, off it means waiting for the next one)."""
         circuit = self.ocs.lit.get((a, b))
         if self.elephants_wait and circuit is None:
-            self._waiting.setdefault((a, b), []).extend(self.flows.take_out_pair(a, b))
+            if stopped := self.flows.take_out_pair(a, b):
+                self._waiting.setdefault((a, b), []).extend(stopped)
+                self._began_waiting((a, b))
             return
+        if (since := self._waits_since.pop((a, b), None)) is not None:
+            self.elephant_waits.append(self.now - since)
         self.flows.reroute(a, b, circuit)
         for flow, remaining in self._waiting.pop((a, b), []):
             self._start_flow(flow, remaining)

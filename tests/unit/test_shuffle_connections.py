@@ -272,6 +272,31 @@ def test_with_elephants_wait_an_elephant_crosses_racks_only_over_a_circuit(tmp_p
     assert (before.ocs_bytes < before.bytes * 0.9).any()
 
 
+def test_elephants_wait_longer_for_circuits_that_are_reconfigured_less_often(tmp_path):
+    """A rack pair's elephants wait from the first held back to its circuit lighting, and circuits light only at
+    reconfigurations: with one every 5 s instead of every second they wait longer; without waiting, nothing is
+    told."""
+    ocs = {"ocs.steering": "elephant", "ocs.elephant_threshold_bytes": 300e6}
+    waits = {}
+    for interval in (1, 5):
+        out = simulate(
+            tmp_path,
+            "fair",
+            f"every-{interval}",
+            **ocs,
+            **{"ocs.elephants_wait": True, "ocs.reconfig_interval_s": interval},
+        )
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["elephant_waits"] > 0
+        assert 0 < summary["elephant_wait_median_s"] <= summary["elephant_wait_p95_s"] <= summary["elephant_wait_max_s"]
+        assert summary["elephant_wait_max_s"] < summary["makespan_s"]
+        waits[interval] = summary
+    assert waits[5]["elephant_wait_median_s"] > 2 * waits[1]["elephant_wait_median_s"]
+    assert waits[5]["elephant_wait_max_s"] > waits[1]["elephant_wait_max_s"]
+    unheld = json.loads((simulate(tmp_path, "fair", "unheld", **ocs) / "summary.json").read_text())
+    assert not any(key.startswith("elephant_wait") for key in unheld)
+
+
 def test_jobpacker_marks_its_planned_rack_pairs_elephants_from_their_first_byte(tmp_path):
     """JobPacker's profiler sizes a job planned on the OCS so that each (map rack, reduce rack) pair of its plan
     carries at least the threshold (§4.3.1), and its aggregated shuffle rides circuits (§4.2): every connection
