@@ -4,8 +4,8 @@ and mixed scenarios. Targets (the comparison issue): each change within 10 point
 OCS shares of at least 0.9 for JobPacker, at most 0.35 for Corral and at most 0.1 for F-Hybrid, in that order.
 
 Without directories it runs the three scenarios in the simulator: scenarios/jobpacker-paper-sim.yaml, -online
-and -mixed (Hadoop's task shape: on a 2-core VM the batch's four setups took 85 minutes, the mixed scenario's
-three 52, so the three scenarios take about three hours), or with --geni jobpacker-geni.yaml, -online and
+and -mixed (Hadoop's task shape: on a 2-core VM the batch's four setups took 36 minutes, the online and mixed
+scenarios' three 17 and 21, so the three scenarios take about 75 minutes), or with --geni jobpacker-geni.yaml, -online and
 -mixed, judged against the paper's GENI numbers. Given comparison directories (emulated or simulated) it only
 reads them. No root needed:
     .venv/bin/python bench/jobpacker_paper.py [--out DIR]
