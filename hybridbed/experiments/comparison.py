@@ -54,6 +54,7 @@ COLUMNS = [
     "elephant_wait_median_s",
     "elephant_wait_p95_s",
     "elephant_wait_max_s",
+    "shuffle_read_timeouts",
     "preemptions",
     "share_changes",
     "disorders",

@@ -37,6 +37,23 @@ from hybridbed.workloads.build import build_workload
 FLUSH_INTERVAL_S = 1.0
 
 
+def result_logs(out_dir: Path) -> ResultLogs:
+    """The run's CSV files in `out_dir`, each flushed at least every FLUSH_INTERVAL_S of wall-clock time."""
+
+    def log(name: str, fields: list[str]) -> CsvLog:
+        return CsvLog(out_dir / name, fields, FLUSH_INTERVAL_S)
+
+    return ResultLogs(
+        jobs=log("jobs.csv", JOB_FIELDS),
+        tasks=log("tasks.csv", TASK_FIELDS),
+        flows=log("flows.csv", FLOW_PATH_FIELDS),
+        ocs_events=log("ocs_events.csv", OCS_EVENT_FIELDS),
+        actions=log("preemptions.csv", ACTION_FIELDS),
+        allocation=AllocationTimeline(out_dir / "allocation.csv"),
+        links=LinkCounterLog(out_dir / "links.csv"),
+    )
+
+
 def run_simulation(
     scenario: Scenario,
     out_dir: Path,
@@ -47,19 +64,7 @@ def run_simulation(
     `rates` computes the max-min fair rates (bench/simulator.py compares the reference with the default)."""
     begin_run_dir(scenario, out_dir)
     specs = build_workload(scenario)
-
-    def log(name: str, fields: list[str]) -> CsvLog:
-        return CsvLog(out_dir / name, fields, FLUSH_INTERVAL_S)
-
-    logs = ResultLogs(
-        jobs=log("jobs.csv", JOB_FIELDS),
-        tasks=log("tasks.csv", TASK_FIELDS),
-        flows=log("flows.csv", FLOW_PATH_FIELDS),
-        ocs_events=log("ocs_events.csv", OCS_EVENT_FIELDS),
-        actions=log("preemptions.csv", ACTION_FIELDS),
-        allocation=AllocationTimeline(out_dir / "allocation.csv"),
-        links=LinkCounterLog(out_dir / "links.csv"),
-    )
+    logs = result_logs(out_dir)
     simulation = Simulation(scenario, logs, rates)
     status, started = "failed", time.perf_counter()
     error: str | None = None  # why a failed run failed, for its summary
@@ -84,16 +89,7 @@ def run_simulation(
         with deferred_interrupts():  # a second Ctrl-C must not cut the results short
             logs.allocation.record(simulation.cluster.allocation(), simulation.now, final=True)
             simulation.record_links()
-            for csv_log in (
-                logs.jobs,
-                logs.tasks,
-                logs.flows,
-                logs.ocs_events,
-                logs.actions,
-                logs.allocation,
-                logs.links,
-            ):
-                csv_log.close()
+            logs.close()
             write_plan(out_dir, simulation.policy.plan_rows())  # again: per-job plans made as jobs arrived
             flows_csv = read_flows(out_dir)  # read once, for the summary and the totals
             summarize(out_dir, len(specs), status, flows=flows_csv)

@@ -37,6 +37,7 @@ MEASURES = [
     Measure("reconfigurations", "OCS reconfigurations", "count"),
     Measure("elephant_wait_median_s", "median elephant wait s", "s"),
     Measure("elephant_wait_max_s", "longest elephant wait s", "s"),
+    Measure("shuffle_read_timeouts", "fetch read timeouts", "count"),
     Measure("preemptions", "preemptions", "count"),
     Measure("share_changes", "share changes", "count"),
     Measure("disorders", "order violations", "count"),
@@ -50,6 +51,7 @@ LEGEND = (
     "x base: ratio to the baseline setup ({baseline}). x-rack: between racks. on OCS: share of the bytes that "
     "rode a circuit. elephant aggregates: (job, rack pair) shuffles at or above the elephant threshold. "
     "elephant wait: a rack pair's elephants held back until its circuit lit (ocs.elephants_wait). "
+    "fetch read timeouts: connections held back so long that they broke at Hadoop's shuffle read timeout. "
     "order violations: DAG stages started before their parents were done. fidelity verdict: whether the emulation "
     "carried the network as configured (ok, warn, invalid: not a result; docs/network.md)."
 )

@@ -11,8 +11,9 @@ rates, the scenario's per-task cap; a reducer's flows share theirs over a link o
 the emulation's workers pace theirs. The OCS follows
 the controller's periodic mode (`fabric.SimulatedOcs`), matching on the policy's hints and the
 measured rack-to-rack bytes; with `ocs.elephants_wait` an elephant connection whose rack pair has no lit
-circuit sends nothing until one lights (a reducer's fetchers pass over the hosts behind it meanwhile), and
-what waits counts as the pair's demand (at no less than the elephant threshold). Every worker heartbeat
+circuit sends nothing until one lights (a reducer's fetchers pass over the hosts behind it meanwhile, and a
+connection stopped longer than Hadoop's read timeout breaks, giving its fetcher back), and what waits counts
+as the pair's demand (at no less than the elephant threshold). Every worker heartbeat
 (all workers beat together) and every job arrival offers every free container to the policy; a task's end
 offers its host's containers at once.
 
@@ -65,6 +66,10 @@ LOOPBACK_BYTES_S = 10e9  # a reducer reading its own host's map output: a local 
 # ends first, or which flows end together within FINISH_FRACTION, fans out into different runs.
 CLOCK_TICKS_PER_S = 1_000_000
 PROGRESS_INTERVAL_S = 0.5  # wall-clock seconds between progress reports
+# Hadoop's mapreduce.reduce.shuffle.read.timeout default (Fetcher.DEFAULT_READ_TIMEOUT, 3 minutes): a fetch
+# connection that reads nothing this long fails; the outputs it copied whole are kept, the others are put back
+# and its fetcher takes another host. In elephants_wait mode a connection stopped for a dark pair reads nothing.
+SHUFFLE_READ_TIMEOUT_S = 180.0
 
 
 def next_tick(t: float) -> float:
@@ -114,6 +119,10 @@ class ResultLogs:
     allocation: AllocationTimeline
     links: LinkCounterLog
 
+    def close(self) -> None:
+        for log in (self.jobs, self.tasks, self.flows, self.ocs_events, self.actions, self.allocation, self.links):
+            log.close()
+
 
 class Simulation:
     def __init__(self, scenario: Scenario, logs: ResultLogs, rates: RateSolver | None = None):
@@ -138,13 +147,18 @@ class Simulation:
         self.steering = scenario.ocs.steering  # in `marked` mode task traffic is unmarked
         self.elephants_wait = scenario.ocs.elephants_wait and fabric.has_ocs  # F-EPS has no circuit to wait for
         self._threshold = ocs.elephant_threshold_bytes
-        # per rack pair without a circuit, in elephants_wait mode: its elephants, with the bytes each has left,
-        # and the reducers whose fetchers passed over its hosts (ordered, as every collection the run iterates:
-        # a set of strings iterates in an order that changes from process to process)
-        self._waiting: dict[tuple[int, int], list[tuple[Flow, float]]] = {}
+        # per rack pair without a circuit, in elephants_wait mode: its stopped elephant connections, with the
+        # bytes each has left and since when it is stopped, and the reducers whose fetchers passed over its hosts
+        # (ordered, as every collection the run iterates: a set of strings iterates in an order that changes
+        # from process to process)
+        self._waiting: dict[tuple[int, int], dict[Flow, tuple[float, float]]] = {}
         self._passed_over: dict[tuple[int, int], dict[str, None]] = {}
+        # when stopped connections read nothing for too long: (deadline, order, pair, connection, stopped since); a
+        # connection that went on or stopped again is dropped when its deadline comes up (`_next_read_timeout`)
+        self._read_deadlines: list[tuple[float, int, tuple[int, int], Flow, float]] = []
         self._waits_since: dict[tuple[int, int], float] = {}  # per rack pair whose elephants wait: since when
         self.elephant_waits: list[float] = []  # each rack pair's wait for its circuit, in seconds, as it ended
+        self.read_timeouts = 0  # stopped connections that broke at the read timeout
         self._measured = MeasuredDemand(fabric.racks, scenario.ocs.measured_demand)
         self.now = 0.0
         self.events = 0
@@ -171,7 +185,7 @@ class Simulation:
             self._at(ocs.reconfig_interval_s, "ocs_tick", ocs.reconfig_interval_s)
         reported = time.monotonic()
         while len(self.core.finished) < len(specs):
-            t = min(self._next_flow_end(), self._timed[0][0] if self._timed else np.inf)
+            t = min(self._next_flow_end(), self._timed[0][0] if self._timed else np.inf, self._next_read_timeout())
             if t > self.scenario.max_duration_s:
                 raise SimulationTimeout(
                     f"workload not done after max_duration_s={self.scenario.max_duration_s:g} "
@@ -186,6 +200,9 @@ class Simulation:
             while self._timed and self._timed[0][0] <= t:
                 _, _, kind, payload = heapq.heappop(self._timed)
                 self._handle(kind, payload)
+            while self._next_read_timeout() <= t:
+                _, _, pair, flow, _ = heapq.heappop(self._read_deadlines)
+                self._read_timed_out(pair, flow)
             self._decide()
             if self.logs.allocation.due(self.now):
                 self.logs.allocation.record(self.cluster.allocation(), self.now)
@@ -483,8 +500,7 @@ class Simulation:
         circuit = self.ocs.lit.get((a, b))
         steerable = self.steering == "all" or (self.steering == "elephant" and flow.elephant)
         if self.elephants_wait and steerable and a != b and circuit is None:
-            self._waiting.setdefault((a, b), []).append((flow, flow.size if remaining is None else remaining))
-            self._began_waiting((a, b))
+            self._stop((a, b), flow, flow.size if remaining is None else remaining)
             return
         if flow.kind == "shuffle":  # held to the task's rate by its link; a local copy by the loopback
             link = self._reduces[flow.task.task_id].link
@@ -497,10 +513,9 @@ class Simulation:
     def _take_out(self, task: Task) -> list[tuple[Flow, float]]:
         """Remove the task's flows, those waiting for a circuit too: each with the bytes it has still to send."""
         flows = self.flows.take_out(task)
-        for pair, waiting in list(self._waiting.items()):
-            flows += [entry for entry in waiting if entry[0].task is task]
-            if len(kept := [entry for entry in waiting if entry[0].task is not task]) < len(waiting):
-                self._waiting[pair] = kept
+        for waiting in self._waiting.values():
+            for flow in [flow for flow in waiting if flow.task is task]:
+                flows.append((flow, waiting.pop(flow)[0]))
         return flows
 
     def _flow_finished(self, flow: Flow) -> None:
@@ -508,29 +523,8 @@ class Simulation:
         if flow.kind == "write":
             self._part_done(task, flow.attempt)
             return
-        src_rack, dst_rack = self.cluster.rack_of[flow.src], self.cluster.rack_of[flow.dst]
         if flow.kind == "shuffle" or flow.src != flow.dst:  # what the emulation's workers log: connections
-            path = (
-                "rack" if src_rack == dst_rack else path_by_ocs_share(flow.ocs_bytes / flow.size if flow.size else 0.0)
-            )
-            self.logs.flows.write(
-                {
-                    "job_id": task.job_id,
-                    "task_id": task.task_id,
-                    "attempt": flow.attempt,
-                    "kind": flow.kind,
-                    "src_host": flow.src,
-                    "dst_host": flow.dst,
-                    "src_rack": src_rack,
-                    "dst_rack": dst_rack,
-                    "bytes": flow.size,
-                    "start_s": round(flow.start_s, 6),
-                    "end_s": round(self.now, 6),
-                    "path": path,
-                    "ocs_bytes": round(flow.ocs_bytes),
-                    "elephant": int(flow.elephant),
-                }
-            )
+            self._log_flow(flow, flow.size, flow.ocs_bytes)
         if flow.kind == "input":
             self._part_done(task, flow.attempt)
             return
@@ -543,6 +537,72 @@ class Simulation:
         if len(fetches.plan.fetched) == fetches.n_sources:
             self._stats[task.task_id]["fetched_bytes"] = fetches.fetched_bytes
             self._compute_and_write(task, fetches.attempt)
+
+    def _log_flow(self, flow: Flow, size: int, ocs_bytes: float) -> None:
+        """flows.csv's row for the flow, ended now, having moved `size` bytes of which `ocs_bytes` by circuit."""
+        src_rack, dst_rack = self.cluster.rack_of[flow.src], self.cluster.rack_of[flow.dst]
+        path = "rack" if src_rack == dst_rack else path_by_ocs_share(ocs_bytes / size if size else 0.0)
+        self.logs.flows.write(
+            {
+                "job_id": flow.task.job_id,
+                "task_id": flow.task.task_id,
+                "attempt": flow.attempt,
+                "kind": flow.kind,
+                "src_host": flow.src,
+                "dst_host": flow.dst,
+                "src_rack": src_rack,
+                "dst_rack": dst_rack,
+                "bytes": size,
+                "start_s": round(flow.start_s, 6),
+                "end_s": round(self.now, 6),
+                "path": path,
+                "ocs_bytes": round(ocs_bytes),
+                "elephant": int(flow.elephant),
+            }
+        )
+
+    def _stop(self, pair: tuple[int, int], flow: Flow, remaining: float) -> None:
+        """In elephants_wait mode, the elephant connection waits for its pair's circuit from now, or breaks at
+        Hadoop's read timeout."""
+        self._waiting.setdefault(pair, {})[flow] = (remaining, self.now)
+        self._began_waiting(pair)
+        deadline = next_tick(self.now + SHUFFLE_READ_TIMEOUT_S)
+        heapq.heappush(self._read_deadlines, (deadline, next(self._order), pair, flow, self.now))
+
+    def _next_read_timeout(self) -> float:
+        """When the next stopped connection times out (the deadlines of those that went on since, or stopped
+        again, are dropped on the way: they cost the event loop no step)."""
+        deadlines = self._read_deadlines
+        while deadlines:
+            _, _, pair, flow, stopped_s = deadlines[0]
+            entry = self._waiting.get(pair, {}).get(flow)
+            if entry is not None and entry[1] == stopped_s:
+                return deadlines[0][0]
+            heapq.heappop(deadlines)
+        return np.inf
+
+    def _read_timed_out(self, pair: tuple[int, int], flow: Flow) -> None:
+        """The stopped connection has read nothing for SHUFFLE_READ_TIMEOUT_S: it fails as Hadoop's Fetcher
+        does. The outputs it copied whole are fetched (flows.csv gets them as a connection of their own); the
+        rest wait again behind the dark pair, the bytes of the one under way lost; the fetcher is free for
+        another host."""
+        remaining, _ = self._waiting[pair].pop(flow)
+        self.read_timeouts += 1
+        fetches = self._reduces[flow.task.task_id]
+        connection = flow.connection
+        assert connection is not None
+        sent, copied, kept = flow.size - remaining, 0, 0
+        for source in connection.sources:
+            if kept + fetches.sizes[source] > sent:
+                break
+            kept += fetches.sizes[source]
+            copied += 1
+        fetches.plan.failed(connection, copied)
+        if copied:
+            self._log_flow(flow, kept, min(flow.ocs_bytes, kept))
+            fetches.fetched_bytes += kept
+            self.core.shuffle_fetched(flow.task.task_id, flow.attempt, connection.sources[:copied])
+        self._pump(fetches)
 
     # the OCS --------------------------------------------------------------------------------------
     def _ocs_tick(self, due: float) -> None:
@@ -568,7 +628,11 @@ class Simulation:
     def _elephants_waiting(self) -> dict[tuple[int, int], float]:
         """Per dark rack pair, the whole elephant bytes waiting for its circuit: those of connections it stopped and
         those its reducers' fetchers passed over (queued at the hosts: how c-Through estimates demand)."""
-        waiting = {pair: float(round(sum(left for _, left in flows))) for pair, flows in self._waiting.items() if flows}
+        waiting = {
+            pair: float(round(sum(left for left, _ in flows.values())))
+            for pair, flows in self._waiting.items()
+            if flows
+        }
         rack_of = self.cluster.rack_of
         for (a, b), reducers in list(self._passed_over.items()):
             queued = 0.0
@@ -594,13 +658,15 @@ class Simulation:
     def elephant_wait_summary(self) -> dict[str, float | int | None]:
         """How long rack pairs' elephants waited for their circuits, in elephants_wait mode (nothing otherwise):
         the waits that ended (each from a pair's first elephant held back to its circuit lighting), their
-        median, 95th percentile and longest, in seconds."""
+        median, 95th percentile and longest, in seconds; and how many stopped connections broke at the read
+        timeout."""
         if not self.elephants_wait:
             return {}
         waits = np.array(self.elephant_waits)
         stats = {"median": 50, "p95": 95, "max": 100}
         return {
             "elephant_waits": len(waits),
+            "shuffle_read_timeouts": self.read_timeouts,
             **{
                 f"elephant_wait_{name}_s": round(float(np.percentile(waits, q)), 3) if len(waits) else None
                 for name, q in stats.items()
@@ -629,14 +695,13 @@ class Simulation:
         elephants_wait mode, off it means waiting for the next one)."""
         circuit = self.ocs.lit.get((a, b))
         if self.elephants_wait and circuit is None:
-            if stopped := self.flows.take_out_pair(a, b):
-                self._waiting.setdefault((a, b), []).extend(stopped)
-                self._began_waiting((a, b))
+            for flow, remaining in self.flows.take_out_pair(a, b):
+                self._stop((a, b), flow, remaining)
             return
         if (since := self._waits_since.pop((a, b), None)) is not None:
             self.elephant_waits.append(self.now - since)
         self.flows.reroute(a, b, circuit)
-        for flow, remaining in self._waiting.pop((a, b), []):
+        for flow, (remaining, _) in self._waiting.pop((a, b), {}).items():
             self._start_flow(flow, remaining)
         for task_id in self._passed_over.pop((a, b), ()):
             if (fetches := self._reduces.get(task_id)) is not None:

@@ -131,10 +131,12 @@ class ShuffleFetches:
         del self.in_flight[connection.host]
         self.fetched.update(connection.sources)
 
-    def failed(self, connection: Connection) -> None:
-        """The connection broke: its outputs wait again, at the location announced last."""
+    def failed(self, connection: Connection, copied: int = 0) -> None:
+        """The connection broke after copying its first `copied` outputs whole: those are fetched (Hadoop's
+        Fetcher reports each output's copy as it ends), the others wait again, at the location announced last."""
         del self.in_flight[connection.host]
-        for source in connection.sources:
+        self.fetched.update(connection.sources[:copied])
+        for source in connection.sources[copied:]:
             self._wait(self.location[source], source)
 
     def _wait(self, host: str, source: str) -> None:

@@ -162,8 +162,8 @@ def simulate_one_task(
     the task finished. `writes`: it also writes 8 MB to a 1 MB/s disk (8 s, alongside its compute), at
     `write_rate_mbps` if given."""
     from hybridbed.config.scenario import Scenario
-    from hybridbed.results.records import ACTION_FIELDS, TASK_FIELDS, AllocationTimeline, CsvLog, LinkCounterLog
-    from hybridbed.simulator.engine import ResultLogs, Simulation
+    from hybridbed.experiments.simulated import result_logs
+    from hybridbed.simulator.engine import Simulation
 
     scenario = Scenario.model_validate(
         {
@@ -181,27 +181,13 @@ def simulate_one_task(
             "scheduler": {"policy": "fifo"},
         }
     )
-    logs = ResultLogs(
-        *(
-            CsvLog(tmp_path / f"{name}.csv", fields)
-            for name, fields in (
-                ("jobs", ["job_id"]),
-                ("tasks", TASK_FIELDS),
-                ("flows", ["task_id"]),
-                ("ocs", ["seq"]),
-                ("actions", ACTION_FIELDS),
-            )
-        ),
-        AllocationTimeline(tmp_path / "allocation.csv"),
-        LinkCounterLog(tmp_path / "links.csv"),
-    )
+    logs = result_logs(tmp_path)
     simulation = Simulation(scenario, logs)
     simulation.core.policy = OnTheClock(script)
     output = 8_000_000 if writes else 0
     demand = Resources(1, 256, disk_write_mbps=write_rate_mbps)
     simulation.run([JobSpec("j", 0.0, 10, 0, output, 1, 0, 4.0, 0.0, map_demand=demand)])
-    for log in (logs.jobs, logs.tasks, logs.flows, logs.ocs_events, logs.actions, logs.allocation):
-        log.close()
+    logs.close()
     return simulation.core.finished[0].finished_s
 
 

@@ -65,6 +65,10 @@ def test_a_failed_connection_waits_for_its_backoff_and_goes_to_where_an_output_r
     moved = announced({"h0": 1, "h1": 1})
     moved.announce("h0-m0", "h1")  # h0's only output ran again on h1: nothing is left on h0 to copy
     assert moved.open() == [Connection("h1", ("h1-m0", "h0-m0"))]
+    partly = announced({"h0": 3})
+    (connection,) = partly.open()
+    partly.failed(connection, copied=1)  # it broke copying its second output: the first is kept
+    assert partly.fetched == {"h0-m0"} and partly.open() == [Connection("h0", ("h0-m1", "h0-m2"))]
 
 
 def test_the_bytes_waiting_per_group_follow_every_announcement_connection_and_failure():
@@ -317,3 +321,80 @@ def test_jobpacker_marks_its_planned_rack_pairs_elephants_from_their_first_byte(
     assert (pairs < 1e9 * 0.001).any()
     others = shuffle[~on_plan].groupby(["job_id", "src_rack", "dst_rack"]).agg({"bytes": "sum", "elephant": "max"})
     assert (others[others.elephant == 1].bytes >= 1e9 * 0.001).all()  # elephants by their announced bytes
+
+
+def test_a_connection_stopped_past_the_read_timeout_gives_its_fetcher_back(tmp_path):
+    """Hadoop's Fetcher fails a connection that reads nothing for mapreduce.reduce.shuffle.read.timeout. A
+    reducer whose five fetchers hold connections stopped on a dark pair fetches over the pair whose circuit is
+    lit once they time out, rather than leave that circuit idle for as long as it stays lit; the outputs the
+    stopped connections copied whole are kept, and no output is fetched twice."""
+    from hybridbed.config.scenario import Scenario
+    from hybridbed.experiments.simulated import result_logs
+    from hybridbed.simulator.engine import SHUFFLE_READ_TIMEOUT_S, Simulation
+
+    scenario = Scenario.model_validate(
+        {
+            "name": "read-timeout",
+            "backend": "simulation",
+            "fabric": {"racks": 3, "hosts_per_rack": 6, "host_rate_mbps": 10, "ocs_rate_mbps": 20},
+            "ocs": {
+                "mode": "periodic",
+                "steering": "elephant",
+                "elephants_wait": True,
+                "elephant_threshold_bytes": 1e6,
+            },
+            "workers": {"slots_per_host": 1, "cores_per_host": 1, "memory_mb_per_host": 256},
+            "scheduler": {"policy": "fair", "slowstart": 1.0},
+            "max_duration_s": 5000,
+        }
+    )
+    logs = result_logs(tmp_path)
+    simulation = Simulation(scenario, logs)
+    rack_of = simulation.cluster.rack_of
+    held: dict[str, float | None] = {"since": None, "lit_other": None}  # 5 connections from one rack; phase 2
+
+    def scripted_hints(cluster) -> list[list[float]]:
+        """Light the circuit from one map rack into the reducer's until its five fetchers have held
+        connections from that rack for 25 s (some have copied outputs whole by then), then only the one from
+        the other map rack, for longer than the read timeout; then nothing (what waits is the demand)."""
+        hints = [[0.0] * 3 for _ in range(3)]
+        fetches = next(iter(simulation._reduces.values()), None)
+        if fetches is None:
+            return hints
+        rack = rack_of[str(fetches.task.host)]
+        first, other = (r for r in range(3) if r != rack)
+        now = simulation.now
+        if held["lit_other"] is None:
+            from_first = {rack_of[host] for host in fetches.plan.in_flight} == {first}
+            if len(fetches.plan.in_flight) == 5 and from_first:
+                held["since"] = held["since"] or now
+            if held["since"] is not None and now - held["since"] >= 25:
+                held["lit_other"] = now
+        if held["lit_other"] is None:
+            hints[first][rack] = 1e15
+        elif now < held["lit_other"] + SHUFFLE_READ_TIMEOUT_S + 100:
+            hints[other][rack] = 1e15
+        return hints
+
+    simulation.policy.ocs_demand = scripted_hints  # type: ignore[method-assign]
+    shuffle = 360_000_000
+    simulation.run([JobSpec("j", 0.0, 36_000_000, shuffle, 0, 36, 1, 1.0, 1.0)])
+    logs.close()
+    lit_other = held["lit_other"]
+    assert lit_other is not None
+    flows = pd.read_csv(tmp_path / "flows.csv")
+    fetched = flows[flows.kind == "shuffle"]
+    reducer_rack = int(fetched.dst_rack.iloc[0])
+    first, other = (r for r in range(3) if r != reducer_rack)
+    timed_out = lit_other + SHUFFLE_READ_TIMEOUT_S
+    # the stopped connections broke at the read timeout, each logged with the outputs (10 MB each) it had copied
+    broken = fetched[(fetched.src_rack == first) & (fetched.end_s == timed_out)]
+    assert len(broken) and (broken.bytes % (shuffle // 36) == 0).all()
+    assert simulation.elephant_wait_summary()["shuffle_read_timeouts"] == 5  # those that copied nothing whole too
+    # their fetchers went to the lit pair's hosts, and fetched over it while it stayed lit
+    over_lit = fetched[(fetched.src_rack == other) & (fetched.end_s < timed_out + 100)]
+    assert len(over_lit) and over_lit.start_s.min() >= timed_out
+    assert (over_lit.ocs_bytes == over_lit.bytes).all()
+    # every output fetched once: the bytes under way when a connection broke are not counted
+    assert fetched.bytes.sum() == pd.read_csv(tmp_path / "tasks.csv").fetched_bytes.sum() == shuffle
+    assert simulation.core.finished
