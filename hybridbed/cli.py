@@ -442,7 +442,7 @@ def _print_comparison(table, baseline: str, title: str, out: Console | None = No
     """Measures as rows, setups as columns, with the ratios to the baseline: 80 columns hold four setups."""
     from rich import box
 
-    from hybridbed.results.comparison_table import LEGEND, comparison_table, fidelity_notes
+    from hybridbed.results.comparison_table import comparison_table, fidelity_notes, legend
 
     view = comparison_table(table, baseline)
     printed = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), title_justify="left")
@@ -453,7 +453,7 @@ def _print_comparison(table, baseline: str, title: str, out: Console | None = No
         printed.add_row(str(measure), *row.tolist())
     out = out or Console()
     out.print(printed)
-    out.print(LEGEND.format(baseline=baseline), style="dim")
+    out.print(legend(view, baseline), style="dim")
     for setup, verdict, reasons in fidelity_notes(table):
         out.print(f"{setup} " + _fidelity_line(verdict, [reasons] if reasons else []))
 

@@ -47,13 +47,23 @@ MEASURES = [
     Measure("cores_allocated_mean", "share of cores allocated", "share"),
     Measure("jobs_done", "jobs done", "count"),
 ]
+# What the table's terms mean, each told only where a row label has the term.
 LEGEND = (
-    "x base: ratio to the baseline setup ({baseline}). x-rack: between racks. on OCS: share of the bytes that "
-    "rode a circuit. elephant aggregates: (job, rack pair) shuffles at or above the elephant threshold. "
-    "elephant wait: a rack pair's elephants held back until its circuit lit (ocs.elephants_wait). "
-    "fetch read timeouts: connections held back so long that they broke at Hadoop's shuffle read timeout. "
-    "order violations: DAG stages started before their parents were done. fidelity verdict: whether the emulation "
-    "carried the network as configured (ok, warn, invalid: not a result; docs/network.md)."
+    ("x base", "x base: ratio to the baseline setup ({baseline})."),
+    ("x-rack", "x-rack: between racks."),
+    ("on OCS", "on OCS: share of the bytes that rode a circuit."),
+    ("elephant aggregates", "elephant aggregates: (job, rack pair) shuffles at or above the elephant threshold."),
+    ("elephant wait", "elephant wait: a rack pair's elephants held back until its circuit lit (ocs.elephants_wait)."),
+    (
+        "fetch read timeouts",
+        "fetch read timeouts: connections held back so long that they broke at Hadoop's shuffle read timeout.",
+    ),
+    ("order violations", "order violations: DAG stages started before their parents were done."),
+    (
+        "fidelity verdict",
+        "fidelity verdict: whether the emulation carried the network as configured (ok, warn, invalid: not a "
+        "result; docs/network.md).",
+    ),
 )
 BYTE_UNITS = [(1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1.0, "B")]
 
@@ -96,6 +106,12 @@ def comparison_table(table: pd.DataFrame, baseline: str) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(by_setup.index))
 
 
+def legend(view: pd.DataFrame, baseline: str) -> str:
+    """What the terms of the table's rows mean (`view` as `comparison_table` makes it)."""
+    labels = [str(label) for label in view.index]
+    return " ".join(text.format(baseline=baseline) for term, text in LEGEND if any(term in label for label in labels))
+
+
 def _seconds(value: float | None, base: float | None) -> str:
     if value is None or not _known(value):
         return "-"
@@ -121,7 +137,7 @@ def write_comparison_table(table: pd.DataFrame, baseline: str, out_dir: Path) ->
     view.to_csv(out_dir / "comparison_table.csv", index_label="measure")
     notes = "".join(f"\n- {setup}: fidelity {verdict}: {reasons}" for setup, verdict, reasons in fidelity_notes(table))
     (out_dir / "comparison_table.md").write_text(
-        view.to_markdown(tablefmt="github") + "\n\n" + LEGEND.format(baseline=baseline) + "\n" + notes + "\n"
+        view.to_markdown(tablefmt="github") + "\n\n" + legend(view, baseline) + "\n" + notes + "\n"
     )
     return view
 

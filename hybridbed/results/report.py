@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from hybridbed.results.comparison_table import LEGEND, comparison_table
+from hybridbed.results.comparison_table import comparison_table, legend
 from hybridbed.results.load import read_json
 from hybridbed.results.timeline_plots import plot_comparison_timelines, plot_run_timeline
 
@@ -63,10 +63,11 @@ def _comparison_page(results_dir: Path) -> str:
     scenario = read_json(first / "scenario.json") if first else {}
     baseline = scenario.get("compare_baseline") or setups[0]
     plots = [(results_dir / name, caption) for name, caption in COMPARISON_PLOTS]
+    view = comparison_table(table, baseline)
     return _page(
         title=f"{scenario.get('name', results_dir.name)}: comparison of {', '.join(setups)}",
-        table=comparison_table(table, baseline),
-        legend=LEGEND.format(baseline=baseline),
+        table=view,
+        legend=legend(view, baseline),
         verdicts={setup: _verdict(results_dir / setup) for setup in setups},
         plots=plots,
         scenario=scenario,
@@ -80,11 +81,11 @@ def _run_page(run_dir: Path) -> str:
     setup = scenario.get("scheduler", {}).get("policy", run_dir.name)
     if not (run_dir / "timeline.png").is_file():
         plot_run_timeline(run_dir)
-    table = pd.DataFrame([{"setup": setup, **summary}])
+    view = comparison_table(pd.DataFrame([{"setup": setup, **summary}]), setup)
     return _page(
         title=f"{scenario.get('name', run_dir.name)}: {setup}",
-        table=comparison_table(table, setup),
-        legend=LEGEND.format(baseline=setup),
+        table=view,
+        legend=legend(view, setup),
         verdicts={setup: _verdict(run_dir)},
         plots=[(run_dir / "timeline.png", "Timeline: circuits, uplink utilisation and tasks per phase")],
         scenario=scenario,

@@ -14,7 +14,7 @@ from hybridbed.cli import _print_comparison
 from hybridbed.config.validation import SpecError
 from hybridbed.experiments.comparison import COLUMNS, default_setups, setup_scenario
 from hybridbed.experiments.scenarios import load_scenario
-from hybridbed.results.comparison_table import comparison_json, comparison_table, write_comparison_table
+from hybridbed.results.comparison_table import comparison_json, comparison_table, legend, write_comparison_table
 from hybridbed.results.plots import plot_comparison
 from hybridbed.workloads.build import build_workload
 
@@ -180,6 +180,15 @@ def test_the_comparison_table_has_a_row_per_measure_with_units_and_ratios():
     assert view.loc["x-rack shuffle on OCS", "jobpacker"] == "0.75"
     assert view.loc["x-rack shuffle GB"].tolist() == ["0.022", "0.008", "1.5", "-"]  # one unit per row
     assert "preemptions" not in view.index and view.loc["status", "f-eps"].startswith("failed: the scheduler")
+
+
+def test_the_legend_explains_the_terms_of_the_rows_shown_and_no_others():
+    table = wide_table()
+    told = legend(comparison_table(table, baseline="fair"), "fair")
+    assert "ratio to the baseline setup (fair)" in told and "x-rack: between racks" in told
+    assert "elephant wait" not in told and "fetch read timeouts" not in told  # no setup has those rows
+    table["elephant_wait_max_s"] = [3.0, None, 40.0, None]
+    assert "elephant wait: " in legend(comparison_table(table, baseline="fair"), "fair")
 
 
 def test_the_printed_comparison_fits_80_columns_with_every_name_whole(tmp_path):
