@@ -615,7 +615,11 @@ class Simulation:
         hints = self.policy.ocs_demand(self.cluster) or [[0.0] * racks for _ in range(racks)]
         measured = self._measured.update(self.flows.take_pair_bytes())
         demand = combined_demand(hints, measured, self.scenario.ocs.demand_source)
-        for (a, b), left in self._elephants_waiting().items():
+        queued = self._elephants_waiting()
+        if self.elephants_wait:
+            for pair, left in self._queued_over_lit().items():
+                queued[pair] = queued.get(pair, 0.0) + left
+        for (a, b), left in queued.items():
             demand[a][b] += max(left, self._threshold)  # an elephant's, whatever is left of it
         first, *later = self.ocs.schedule(demand)
         self._ocs_round += 1
@@ -624,6 +628,24 @@ class Simulation:
             self._at(self.now + slot.offset_s, "ocs_slot", (self._ocs_round, slot.configuration))
         interval = self.scenario.ocs.reconfig_interval_s
         self._at(max(due + interval, self.now + FINISH_TOLERANCE_S), "ocs_tick", due + interval)
+
+    def _queued_over_lit(self) -> dict[tuple[int, int], float]:
+        """Per lit rack pair, the elephant bytes still queued for it: what its connections have left and the outputs
+        their reducers have still to open from its source rack. They were its demand while it was dark and stay
+        so while they last, so a pair does not lose its circuit the moment it gets one, as the JobPacker paper's
+        Fig. 2 holds a configuration for the largest entry it serves."""
+        racks = self.scenario.fabric.racks
+        queued: dict[tuple[int, int], float] = {}
+        for index, flows in self.flows.steerable_by_pair().items():
+            a, b = divmod(index, racks)
+            reducers = {flow.task.task_id: None for flow, _ in flows}
+            to_open = sum(
+                fetches.plan.waiting_by_group.get(a, 0)
+                for task_id in reducers
+                if (fetches := self._reduces.get(task_id)) is not None
+            )
+            queued[a, b] = float(round(sum(left for _, left in flows))) + to_open
+        return queued
 
     def _elephants_waiting(self) -> dict[tuple[int, int], float]:
         """Per dark rack pair, the whole elephant bytes waiting for its circuit: those of connections it stopped and

@@ -398,3 +398,55 @@ def test_a_connection_stopped_past_the_read_timeout_gives_its_fetcher_back(tmp_p
     # every output fetched once: the bytes under way when a connection broke are not counted
     assert fetched.bytes.sum() == pd.read_csv(tmp_path / "tasks.csv").fetched_bytes.sum() == shuffle
     assert simulation.core.finished
+
+
+def test_a_pair_keeps_its_circuit_while_bytes_are_queued_for_it(tmp_path):
+    """What is queued for a rack pair (what its connections have left, the outputs its reducers have still to
+    open from it) is its demand whether its circuit is lit or dark. Counted only while dark, it left the demand
+    the moment the circuit lit, and a reducer fetching from two racks saw its circuit turned away or dark in
+    every other interval while both still had bytes for it."""
+    from hybridbed.config.scenario import Scenario
+    from hybridbed.experiments.simulated import result_logs
+    from hybridbed.simulator.engine import Simulation
+
+    scenario = Scenario.model_validate(
+        {
+            "name": "queued",
+            "backend": "simulation",
+            "fabric": {"racks": 3, "hosts_per_rack": 6, "host_rate_mbps": 10, "ocs_rate_mbps": 20},
+            "ocs": {
+                "mode": "periodic",
+                "steering": "elephant",
+                "elephants_wait": True,
+                "elephant_threshold_bytes": 1e6,
+            },
+            "workers": {"slots_per_host": 1, "cores_per_host": 1, "memory_mb_per_host": 256},
+            "scheduler": {"policy": "fair", "slowstart": 1.0},
+            "max_duration_s": 5000,
+        }
+    )
+    logs = result_logs(tmp_path)
+    simulation = Simulation(scenario, logs)
+    simulation.run([JobSpec("j", 0.0, 36_000_000, 360_000_000, 0, 36, 1, 1.0, 1.0)])
+    logs.close()
+    flows = pd.read_csv(tmp_path / "flows.csv")
+    shuffle = flows[flows.kind == "shuffle"]
+    rack = int(shuffle.dst_rack.iloc[0])
+    cross = shuffle[shuffle.src_rack != rack]
+    assert set(cross.src_rack) == {r for r in range(3) if r != rack}
+    start, end = cross.start_s.min(), cross.end_s.max()
+    # the circuit into the reducer's rack: dark only while it is being set up (the reconfiguration delay)
+    events = pd.read_csv(tmp_path / "ocs_events.csv")
+    dark, lit_until, into_rack = 0.0, start, False
+    for event in events[events.dark_from_s < end].itertuples():
+        if not into_rack:
+            dark += max(0.0, event.dark_from_s - max(lit_until, start))
+        dark += max(0.0, min(event.dark_until_s, end) - max(event.dark_from_s, start))
+        into_rack = any(c["dst_rack"] == rack for c in json.loads(event.circuits_after))
+        lit_until = event.dark_until_s
+    if not into_rack:
+        dark += end - lit_until
+    delay_s = scenario.ocs.reconfig_delay_ms / 1000
+    turns = len(events[(events.dark_from_s >= start) & (events.dark_from_s < end)])
+    assert dark <= turns * delay_s + 1e-6
+    assert turns < (end - start) / scenario.ocs.reconfig_interval_s / 4  # not every other interval
