@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,7 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hybridbed.config.fabric import FabricSpec
+from hybridbed.config.scenario import Scenario
+from hybridbed.experiments.simulated import result_logs
 from hybridbed.scheduler.model import JobSpec, Resources, build_job
+from hybridbed.simulator.engine import SHUFFLE_READ_TIMEOUT_S, ResultLogs, Simulation
 from hybridbed.simulator.fabric import FabricLinks
 from hybridbed.simulator.flows import FINISH_FRACTION, Flow, FlowTable
 from hybridbed.workers.pacing import Pacer, Rate
@@ -323,18 +327,12 @@ def test_jobpacker_marks_its_planned_rack_pairs_elephants_from_their_first_byte(
     assert (others[others.elephant == 1].bytes >= 1e9 * 0.001).all()  # elephants by their announced bytes
 
 
-def test_a_connection_stopped_past_the_read_timeout_gives_its_fetcher_back(tmp_path):
-    """Hadoop's Fetcher fails a connection that reads nothing for mapreduce.reduce.shuffle.read.timeout. A
-    reducer whose five fetchers hold connections stopped on a dark pair fetches over the pair whose circuit is
-    lit once they time out, rather than leave that circuit idle for as long as it stays lit; the outputs the
-    stopped connections copied whole are kept, and no output is fetched twice."""
-    from hybridbed.config.scenario import Scenario
-    from hybridbed.experiments.simulated import result_logs
-    from hybridbed.simulator.engine import SHUFFLE_READ_TIMEOUT_S, Simulation
-
+def three_racks_waiting_for_circuits(tmp_path: Path) -> tuple[Simulation, ResultLogs]:
+    """Three racks of six 10 Mb/s hosts, one 20 Mb/s OCS port each, elephants of 1 MB or more waiting for their
+    circuit: the simulation, logging into tmp_path."""
     scenario = Scenario.model_validate(
         {
-            "name": "read-timeout",
+            "name": "three-racks",
             "backend": "simulation",
             "fabric": {"racks": 3, "hosts_per_rack": 6, "host_rate_mbps": 10, "ocs_rate_mbps": 20},
             "ocs": {
@@ -349,7 +347,15 @@ def test_a_connection_stopped_past_the_read_timeout_gives_its_fetcher_back(tmp_p
         }
     )
     logs = result_logs(tmp_path)
-    simulation = Simulation(scenario, logs)
+    return Simulation(scenario, logs), logs
+
+
+def test_a_connection_stopped_past_the_read_timeout_gives_its_fetcher_back(tmp_path):
+    """Hadoop's Fetcher fails a connection that reads nothing for mapreduce.reduce.shuffle.read.timeout. A
+    reducer whose five fetchers hold connections stopped on a dark pair fetches over the pair whose circuit is
+    lit once they time out, rather than leave that circuit idle for as long as it stays lit; the outputs the
+    stopped connections copied whole are kept, and no output is fetched twice."""
+    simulation, logs = three_racks_waiting_for_circuits(tmp_path)
     rack_of = simulation.cluster.rack_of
     held: dict[str, float | None] = {"since": None, "lit_other": None}  # 5 connections from one rack; phase 2
 
@@ -405,28 +411,8 @@ def test_a_pair_keeps_its_circuit_while_bytes_are_queued_for_it(tmp_path):
     open from it) is its demand whether its circuit is lit or dark. Counted only while dark, it left the demand
     the moment the circuit lit, and a reducer fetching from two racks saw its circuit turned away or dark in
     every other interval while both still had bytes for it."""
-    from hybridbed.config.scenario import Scenario
-    from hybridbed.experiments.simulated import result_logs
-    from hybridbed.simulator.engine import Simulation
-
-    scenario = Scenario.model_validate(
-        {
-            "name": "queued",
-            "backend": "simulation",
-            "fabric": {"racks": 3, "hosts_per_rack": 6, "host_rate_mbps": 10, "ocs_rate_mbps": 20},
-            "ocs": {
-                "mode": "periodic",
-                "steering": "elephant",
-                "elephants_wait": True,
-                "elephant_threshold_bytes": 1e6,
-            },
-            "workers": {"slots_per_host": 1, "cores_per_host": 1, "memory_mb_per_host": 256},
-            "scheduler": {"policy": "fair", "slowstart": 1.0},
-            "max_duration_s": 5000,
-        }
-    )
-    logs = result_logs(tmp_path)
-    simulation = Simulation(scenario, logs)
+    simulation, logs = three_racks_waiting_for_circuits(tmp_path)
+    scenario = simulation.scenario
     simulation.run([JobSpec("j", 0.0, 36_000_000, 360_000_000, 0, 36, 1, 1.0, 1.0)])
     logs.close()
     flows = pd.read_csv(tmp_path / "flows.csv")
