@@ -634,10 +634,8 @@ class Simulation:
         their reducers have still to open from its source rack. They were its demand while it was dark and stay
         so while they last, so a pair does not lose its circuit the moment it gets one, as the JobPacker paper's
         Fig. 2 holds a configuration for the largest entry it serves."""
-        racks = self.scenario.fabric.racks
         queued: dict[tuple[int, int], float] = {}
-        for index, flows in self.flows.steerable_by_pair().items():
-            a, b = divmod(index, racks)
+        for (a, b), flows in self.flows.steerable_by_pair().items():
             reducers = {flow.task.task_id: None for flow, _ in flows}
             to_open = sum(
                 fetches.plan.waiting_by_group.get(a, 0)

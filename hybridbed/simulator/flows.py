@@ -332,14 +332,14 @@ class FlowTable:
         """Bytes the ToRs have sent out of their OCS ports so far."""
         return float(self.core_bytes[self.links.ocs_uplinks].sum())
 
-    def steerable_by_pair(self) -> dict[int, list[tuple[Flow, float]]]:
-        """Per rack pair (a * racks + b), its flows in flight that may ride a circuit, each with the bytes it has
-        still to send."""
+    def steerable_by_pair(self) -> dict[tuple[int, int], list[tuple[Flow, float]]]:
+        """Per rack pair (a, b), its flows in flight that may ride a circuit, each with the bytes it has still to
+        send."""
         n = len(self.flows)
         rows = np.flatnonzero(self.steerable[:n] & (self.pair[:n] >= 0))
-        by_pair: dict[int, list[tuple[Flow, float]]] = {}
+        by_pair: dict[tuple[int, int], list[tuple[Flow, float]]] = {}
         for row, pair, left in zip(rows.tolist(), self.pair[rows].tolist(), self.remaining[rows].tolist(), strict=True):
-            by_pair.setdefault(pair, []).append((self.flows[row], left))
+            by_pair.setdefault(divmod(pair, self.links.racks), []).append((self.flows[row], left))
         return by_pair
 
     def take_pair_bytes(self) -> list[list[float]]:
