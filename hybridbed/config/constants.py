@@ -5,6 +5,12 @@ from __future__ import annotations
 # Hadoop's mapreduce.reduce.shuffle.parallelcopies default: a reducer fetches from at most this many map
 # outputs at once (emulated workers and the simulator alike).
 PARALLEL_FETCHES = 5
+# Hadoop's mapreduce.reduce.shuffle.read.timeout and .connect.timeout defaults (Fetcher.DEFAULT_READ_TIMEOUT and
+# DEFAULT_CONNECTION_TIMEOUT, 3 minutes): a fetch connection that reads nothing this long fails; the outputs
+# it copied whole are kept, the others are put back and its fetcher takes another host.
+SHUFFLE_READ_TIMEOUT_S = 180.0
+# HDFS's dfs.client.socket-timeout default (60 s): a map's read of its input block that stalls this long fails.
+HDFS_READ_TIMEOUT_S = 60.0
 
 MB = 1_000_000
 

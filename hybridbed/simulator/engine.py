@@ -36,6 +36,7 @@ from typing import Any, cast
 import numpy as np
 
 from hybridbed.config.addressing import FabricPlan
+from hybridbed.config.constants import SHUFFLE_READ_TIMEOUT_S
 from hybridbed.config.scenario import Scenario
 from hybridbed.controller.circuits import Configuration, MeasuredDemand, combined_demand
 from hybridbed.results.path_accounting import path_by_ocs_share
@@ -66,10 +67,6 @@ LOOPBACK_BYTES_S = 10e9  # a reducer reading its own host's map output: a local 
 # ends first, or which flows end together within FINISH_FRACTION, fans out into different runs.
 CLOCK_TICKS_PER_S = 1_000_000
 PROGRESS_INTERVAL_S = 0.5  # wall-clock seconds between progress reports
-# Hadoop's mapreduce.reduce.shuffle.read.timeout default (Fetcher.DEFAULT_READ_TIMEOUT, 3 minutes): a fetch
-# connection that reads nothing this long fails; the outputs it copied whole are kept, the others are put back
-# and its fetcher takes another host. In elephants_wait mode a connection stopped for a dark pair reads nothing.
-SHUFFLE_READ_TIMEOUT_S = 180.0
 
 
 def next_tick(t: float) -> float:

@@ -103,15 +103,17 @@ class Fetch:
 def fetch(
     ip: str,
     paths: list[str],
-    rate_bps: float | None = None,
-    pacer: Pacer | None = None,
-    timeout_s: float = 60.0,
+    rate_bps: float | None,
+    pacer: Pacer | None,
+    *,
+    timeout_s: float,
     dscp: int | None = None,
 ) -> Fetch:
     """Read files from a worker's data server over one connection, one after the other; the bytes are
     counted, not kept. The sender paces the connection at `rate_bps` and marks its packets with `dscp`;
     `pacer`, if given, holds the reading side to a rate that may change meanwhile (TCP's flow control then
-    slows the sender)."""
+    slows the sender). Connecting, or any read, that takes longer than `timeout_s` fails the fetch: Hadoop's
+    timeouts differ between a shuffle fetch and an HDFS block read (config/constants.py)."""
     start = time.time()
     received = 0
     notes: list[tuple[float, int]] = []

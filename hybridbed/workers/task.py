@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+from hybridbed.config.constants import HDFS_READ_TIMEOUT_S, SHUFFLE_READ_TIMEOUT_S
 from hybridbed.workers.fetch import Fetch, FetchError, fetch
 from hybridbed.workers.pacing import Pacer, Rate, Rates, write_bytes
 from hybridbed.workers.shuffle import Connection, ShuffleFetches
@@ -180,7 +181,7 @@ def _fetch_from_any(sources: list[dict], path: str, rate_bps: float | None, live
     errors = []
     for source in sources:
         try:
-            got = fetch(source["ip"], [path], rate_bps, Pacer(live, saved_s=0.0))
+            got = fetch(source["ip"], [path], rate_bps, Pacer(live, saved_s=0.0), timeout_s=HDFS_READ_TIMEOUT_S)
             return {"src_host": source["host"], **_fetched(got)}
         except FetchError as err:
             errors.append(str(err))
@@ -193,7 +194,7 @@ def run_reduce(task: dict, data_dir: Path, notices: queue.Queue[dict], speed: Sp
     to the task's rate together), then compute while writing.
 
     A failed connection is tried again after FETCH_RETRY_S, from the latest location announced for each of
-    its outputs: a congested path can stall a transfer past the socket timeout while both hosts are fine,
+    its outputs: a congested path can stall a transfer past the read timeout while both hosts are fine,
     and when a host is lost the scheduler re-runs its tasks and announces the new location."""
     n_sources = task["n_sources"]
     plan = ShuffleFetches()
@@ -205,7 +206,7 @@ def run_reduce(task: dict, data_dir: Path, notices: queue.Queue[dict], speed: Sp
 
     def worker(connection: Connection, ip: str, paths: list[str], dscp: int | None) -> None:
         try:
-            got = fetch(ip, paths, task.get("rate_bps"), pacer, dscp=dscp)
+            got = fetch(ip, paths, task.get("rate_bps"), pacer, timeout_s=SHUFFLE_READ_TIMEOUT_S, dscp=dscp)
             result = {"src_host": connection.host, **_fetched(got)}
             results.put((connection, {**result, "elephant": dscp is not None}))
         except FetchError:

@@ -1,10 +1,11 @@
-"""A reducer's fetch loop without a network: one connection per host, and a failed connection from a live
-host is tried again."""
+"""A reducer's fetch loop without a network: one connection per host, a failed connection from a live
+host is tried again, a connection fails at Hadoop's shuffle timeouts, a block read at HDFS's."""
 
 from __future__ import annotations
 
 import queue
 
+from hybridbed.config.constants import HDFS_READ_TIMEOUT_S, SHUFFLE_READ_TIMEOUT_S
 from hybridbed.workers import task as task_module
 from hybridbed.workers.fetch import Fetch, FetchError
 
@@ -13,9 +14,11 @@ def test_a_stalled_connection_is_retried_until_it_succeeds_and_a_host_serves_its
     tmp_path, monkeypatch, capsys
 ):
     connections: list[tuple[str, list[str]]] = []
+    timeouts: set[float] = set()
 
-    def flaky_fetch(ip, paths, rate_bps=None, pacer=None, dscp=None):
+    def flaky_fetch(ip, paths, rate_bps, pacer, *, timeout_s, dscp=None):
         connections.append((ip, paths))
+        timeouts.add(timeout_s)
         if ip == "10.0.0.2" and len(connections) < 4:
             raise FetchError("timed out")
         return Fetch(ip, paths, 100 * len(paths), 0.0, 0.1, [(0.1, 100 * len(paths))])
@@ -39,3 +42,29 @@ def test_a_stalled_connection_is_retried_until_it_succeeds_and_a_host_serves_its
     assert connections.count(("10.0.0.1", ["m0", "m1"])) == 1  # both of h1's outputs over one connection
     assert connections.count(("10.0.0.2", ["m2"])) >= 2  # h2 failed at first, then was tried again
     assert capsys.readouterr().out.count('"kind": "shuffle"') == 2  # a record per successful connection
+    assert timeouts == {SHUFFLE_READ_TIMEOUT_S}  # mapreduce.reduce.shuffle.read.timeout, not HDFS's
+
+
+def test_a_map_reads_its_block_from_the_next_replica_when_one_fails_at_hdfs_timeout(tmp_path, monkeypatch, capsys):
+    tried: list[tuple[str, float]] = []
+
+    def first_replica_down(ip, paths, rate_bps, pacer, *, timeout_s, dscp=None):
+        tried.append((ip, timeout_s))
+        if ip == "10.0.0.1":
+            raise FetchError("timed out")
+        return Fetch(ip, paths, 500, 0.0, 0.1, [(0.1, 500)])
+
+    monkeypatch.setattr(task_module, "fetch", first_replica_down)
+    block = {"path": "blocks/b0", "sources": [{"ip": "10.0.0.1", "host": "h1"}, {"ip": "10.0.0.2", "host": "h2"}]}
+    map_task = {
+        "input": block,
+        "compute_s": 0,
+        "compute_mode": "sleep",
+        "output_dir": "out",
+        "partitions": [],
+        "output_bytes": 10,
+    }
+    totals = task_module.run_map(map_task, tmp_path, task_module.Speed(1.0), task_module.Rates(map_task))
+    assert totals["read_remote_bytes"] == 500 and totals["read_local_bytes"] == 0
+    assert tried == [("10.0.0.1", HDFS_READ_TIMEOUT_S), ("10.0.0.2", HDFS_READ_TIMEOUT_S)]
+    assert '"src_host": "h2"' in capsys.readouterr().out

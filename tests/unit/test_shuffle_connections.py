@@ -14,11 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hybridbed.config.constants import SHUFFLE_READ_TIMEOUT_S
 from hybridbed.config.fabric import FabricSpec
 from hybridbed.config.scenario import Scenario
 from hybridbed.experiments.simulated import result_logs
 from hybridbed.scheduler.model import JobSpec, Resources, build_job
-from hybridbed.simulator.engine import SHUFFLE_READ_TIMEOUT_S, ResultLogs, Simulation
+from hybridbed.simulator.engine import ResultLogs, Simulation
 from hybridbed.simulator.fabric import FabricLinks
 from hybridbed.simulator.flows import FINISH_FRACTION, Flow, FlowTable
 from hybridbed.workers.pacing import Pacer, Rate
