@@ -118,6 +118,7 @@ class RelaxedMaxMin:
                 self._row_weights,
                 self._tally,
                 self._row_count,
+                MERGE_AT_MOST,
             )
             self._regroup_all = False
             if status == _BYPASS:
@@ -205,13 +206,15 @@ def _group_rows(
     row_weights,
     tally,
     count,
+    merge_at_most,
 ):  # pragma: no cover (compiled)
     """Merge the classes that changed (`rekeyed`, all of them when `regroup_all`, those crossing `toggled`
     links) into rows, and count the flows of those and of the `recounted` ones into their rows: one compiled
     call for what took four from Python. Returns the outcome (_GROUPED, or why not) and the rows there are.
     The solve over the rows is called from Python, not from here: numba's cache follows a compiled function's
     own file only, so a compiled call into fairshare.py would go on running its code as it was when this was
-    cached (and a cache of mixed versions can crash)."""
+    cached (and a cache of mixed versions can crash). `merge_at_most` is an argument for the same reason: a
+    module constant is frozen into the compiled code, where a test could not change it."""
     pad = kept.size  # the relaxation's padding link: one past the last
     while True:
         if regroup_all:
@@ -238,7 +241,7 @@ def _group_rows(
         used, live = tally[0], tally[1]
         if count > 2 * used + 64:
             return _STALE_ROWS, count
-        if used > MERGE_AT_MOST * live + 64:
+        if used > merge_at_most * live + 64:
             return _BYPASS, count
         return _GROUPED, count
 
