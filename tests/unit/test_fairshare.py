@@ -151,6 +151,7 @@ def test_the_relaxed_solver_matches_the_reference_over_any_sequence_of_computati
     caps, weights = np.full(20, INF), np.zeros(20)
     capacities = np.array([2.0, 4.0, 6.0, 8.0, 10.0, 12.0, INF])
     solver = RelaxedMaxMin()
+    stepped_aside, had_flows = False, False
     with pytest.MonkeyPatch.context() as patch:
         if often:  # every other computation drops the links below the kept load or skips the relaxation, and
             # some do not say which classes were rekeyed
@@ -173,6 +174,8 @@ def test_the_relaxed_solver_matches_the_reference_over_any_sequence_of_computati
             told_rekeyed = None if often and len(changes) % 3 == 0 else np.array(rekeyed, dtype=np.int64)
             told_recounted = None if often and len(changes) % 3 == 1 else np.array(recounted, dtype=np.int64)
             got = solver(paths, capacities, caps, weights, told_rekeyed, told_recounted)
+            stepped_aside |= solver._bypass > 0
+            had_flows |= bool(weights.any())
             expected = progressive_filling_rates(paths, capacities, caps, weights)
             live = weights > 0
             assert got[live] == pytest.approx(expected[live], rel=1e-9)
@@ -180,6 +183,7 @@ def test_the_relaxed_solver_matches_the_reference_over_any_sequence_of_computati
             finite = np.isfinite(capacities)
             loads = link_loads(paths, weights, expected, capacities.size)
             assert solver.loads[finite] == pytest.approx(loads[finite], rel=1e-9, abs=1e-9)
+    assert stepped_aside == (often and had_flows)  # the every-class path ran where, and only where, it was asked to
 
 
 # a flow table's life: start a flow (source host, destination host, cap in Mb/s or none, whether it shares
