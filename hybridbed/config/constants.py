@@ -6,8 +6,8 @@ from __future__ import annotations
 # outputs at once (emulated workers and the simulator alike).
 PARALLEL_FETCHES = 5
 # Hadoop's mapreduce.reduce.shuffle.read.timeout and .connect.timeout defaults (Fetcher.DEFAULT_READ_TIMEOUT and
-# DEFAULT_CONNECTION_TIMEOUT, 3 minutes): a fetch connection that reads nothing this long fails; the outputs
-# it copied whole are kept, the others are put back and its fetcher takes another host.
+# DEFAULT_CONNECTION_TIMEOUT, 3 minutes): a fetch connection that connects or reads nothing this long fails,
+# and its fetcher takes another host (docs/reliability.md: what each backend then fetches again).
 SHUFFLE_READ_TIMEOUT_S = 180.0
 # HDFS's dfs.client.socket-timeout default (60 s): a map's read of its input block that stalls this long fails.
 HDFS_READ_TIMEOUT_S = 60.0
