@@ -7,6 +7,7 @@ import socket
 
 import pytest
 
+from hybridbed.config.constants import SHUFFLE_READ_TIMEOUT_S
 from hybridbed.workers.fetch import DATA_PORT, RECEIVED_SAMPLE_S, DataServer, fetch
 from hybridbed.workers.pacing import Pacer, Rate
 
@@ -28,7 +29,7 @@ def server(tmp_path):
 
 
 def test_a_fetch_notes_its_bytes_as_they_arrive(server):
-    got = fetch("127.0.0.1", ["out"], pacer=Pacer(Rate(RATE_BPS), saved_s=0.0))
+    got = fetch("127.0.0.1", ["out"], None, Pacer(Rate(RATE_BPS), saved_s=0.0), timeout_s=SHUFFLE_READ_TIMEOUT_S)
     times = [t for t, _ in got.received]
     counts = [b for _, b in got.received]
     assert got.received[-1] == (got.end, SIZE)
