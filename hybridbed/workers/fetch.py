@@ -86,10 +86,6 @@ class _DataRequest(socketserver.StreamRequestHandler):
             self.connection.sendfile(data, offset, count)
 
 
-class FetchError(RuntimeError):
-    pass
-
-
 @dataclass
 class Fetch:
     src_ip: str
@@ -98,6 +94,15 @@ class Fetch:
     start: float
     end: float
     received: list[tuple[float, int]]  # (unix time, bytes received so far), every RECEIVED_SAMPLE_S and at the end
+
+
+class FetchError(RuntimeError):
+    """A fetch failed; `copied` is what its connection had received whole before (None: not one file), which
+    a reducer keeps, as Hadoop's Fetcher keeps each map output it has copied."""
+
+    def __init__(self, message: str, copied: Fetch | None = None) -> None:
+        super().__init__(message)
+        self.copied = copied
 
 
 def fetch(
@@ -115,7 +120,8 @@ def fetch(
     slows the sender). Connecting, or any read, that takes longer than `timeout_s` fails the fetch: Hadoop's
     timeouts differ between a shuffle fetch and an HDFS block read (config/constants.py)."""
     start = time.time()
-    received = 0
+    received = 0  # bytes of the files received whole
+    whole = 0  # files received whole
     notes: list[tuple[float, int]] = []
     noted_at = start
     try:
@@ -137,8 +143,13 @@ def fetch(
                         notes.append((now, received + size - left))  # bytes came in over its wait
                         noted_at = now
                 received += size
-    except OSError as err:
-        raise FetchError(f"fetching {', '.join(paths)} from {ip}: {err}") from err
+                whole += 1
+    except (OSError, FetchError) as err:
+        end = time.time()  # the bytes of a file cut short are not kept: the notes stop at the files received whole
+        copied = Fetch(
+            ip, paths[:whole], received, start, end, [*((t, min(b, received)) for t, b in notes), (end, received)]
+        )
+        raise FetchError(f"fetching {', '.join(paths)} from {ip}: {err}", copied if whole else None) from err
     end = time.time()
     return Fetch(ip, paths, received, start, end, [*notes, (end, received)])
 

@@ -32,6 +32,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from hybridbed.config.constants import HDFS_READ_TIMEOUT_S, SHUFFLE_READ_TIMEOUT_S
@@ -177,6 +178,15 @@ def _fetched(got: Fetch) -> dict:
     return {"bytes": got.bytes, "start": got.start, "end": got.end, "received": got.received}
 
 
+@dataclass
+class Broken:
+    """A reducer's fetch connection failed after receiving its first `copied` outputs whole; `record` is the
+    connection's record of those (None when there are none)."""
+
+    copied: int
+    record: dict | None
+
+
 def _fetch_from_any(sources: list[dict], path: str, rate_bps: float | None, live: Rate) -> dict:
     errors = []
     for source in sources:
@@ -201,16 +211,20 @@ def run_reduce(task: dict, data_dir: Path, notices: queue.Queue[dict], speed: Sp
     latest: dict[str, dict] = {}
     retry_at: dict[str, float] = {}
     fetched_bytes = 0
-    results: queue.Queue[tuple[Connection, dict | Exception | None]] = queue.Queue()
+    results: queue.Queue[tuple[Connection, dict | Broken | Exception]] = queue.Queue()
     pacer = Pacer(rates.connection, saved_s=0.0)  # the task's connections share its rate
+
+    def record(connection: Connection, got: Fetch, dscp: int | None) -> dict:
+        return {"src_host": connection.host, **_fetched(got), "elephant": dscp is not None}
 
     def worker(connection: Connection, ip: str, paths: list[str], dscp: int | None) -> None:
         try:
             got = fetch(ip, paths, task.get("rate_bps"), pacer, timeout_s=SHUFFLE_READ_TIMEOUT_S, dscp=dscp)
-            result = {"src_host": connection.host, **_fetched(got)}
-            results.put((connection, {**result, "elephant": dscp is not None}))
-        except FetchError:
-            results.put((connection, None))
+            results.put((connection, record(connection, got, dscp)))
+        except FetchError as err:
+            copied = err.copied
+            kept = Broken(0, None) if copied is None else Broken(len(copied.paths), record(connection, copied, dscp))
+            results.put((connection, kept))
         except Exception as err:  # a bug, not the network: the task fails with it rather than wait for ever
             results.put((connection, err))
 
@@ -233,13 +247,17 @@ def run_reduce(task: dict, data_dir: Path, notices: queue.Queue[dict], speed: Sp
             connection, result = results.get()
             if isinstance(result, Exception):
                 raise result
-            if result is None:
-                plan.failed(connection)
+            if isinstance(result, Broken):  # the outputs it copied whole are fetched, the others wait again
+                plan.failed(connection, result.copied)
                 retry_at[connection.host] = time.monotonic() + FETCH_RETRY_S
-                continue
-            plan.done(connection)
-            fetched_bytes += result["bytes"]
-            emit({"event": "fetch", "kind": "shuffle", "sources": list(connection.sources), **result})
+                if result.record is None:
+                    continue
+                sources, fetched = connection.sources[: result.copied], result.record
+            else:
+                plan.done(connection)
+                sources, fetched = connection.sources, result
+            fetched_bytes += fetched["bytes"]
+            emit({"event": "fetch", "kind": "shuffle", "sources": list(sources), **fetched})
     files = output_files(task, data_dir)
     for thread in compute_and_write(task, files, speed, rates):
         thread.join()

@@ -3,6 +3,7 @@ host is tried again, a connection fails at Hadoop's shuffle timeouts, a block re
 
 from __future__ import annotations
 
+import json
 import queue
 
 from hybridbed.config.constants import HDFS_READ_TIMEOUT_S, SHUFFLE_READ_TIMEOUT_S
@@ -68,3 +69,33 @@ def test_a_map_reads_its_block_from_the_next_replica_when_one_fails_at_hdfs_time
     assert totals["read_remote_bytes"] == 500 and totals["read_local_bytes"] == 0
     assert tried == [("10.0.0.1", HDFS_READ_TIMEOUT_S), ("10.0.0.2", HDFS_READ_TIMEOUT_S)]
     assert '"src_host": "h2"' in capsys.readouterr().out
+
+
+def test_a_broken_connection_keeps_the_outputs_it_copied_whole_and_fetches_only_the_rest(tmp_path, monkeypatch, capsys):
+    connections: list[list[str]] = []
+
+    def breaks_after_one_output(ip, paths, rate_bps, pacer, *, timeout_s, dscp=None):
+        connections.append(paths)
+        if len(connections) == 1:
+            raise FetchError("timed out", Fetch(ip, paths[:1], 100, 0.0, 0.1, [(0.1, 100)]))
+        return Fetch(ip, paths, 100 * len(paths), 0.2, 0.3, [(0.3, 100 * len(paths))])
+
+    monkeypatch.setattr(task_module, "fetch", breaks_after_one_output)
+    monkeypatch.setattr(task_module, "FETCH_RETRY_S", 0.01)
+    notices: queue.Queue[dict] = queue.Queue()
+    for source in ("m0", "m1"):
+        notices.put({"source": source, "ip": "10.0.0.1", "host": "h1", "path": source})
+    reduce = {
+        "n_sources": 2,
+        "compute_s": 0,
+        "compute_mode": "sleep",
+        "output_dir": "out",
+        "partitions": [],
+        "output_bytes": 10,
+    }
+    totals = task_module.run_reduce(reduce, tmp_path, notices, task_module.Speed(1.0), task_module.Rates(reduce))
+    assert connections == [["m0", "m1"], ["m1"]]  # m0 was copied whole before the connection broke
+    assert totals["fetched_bytes"] == 200
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    shuffled = [r["sources"] for r in records if r.get("kind") == "shuffle"]
+    assert shuffled == [["m0"], ["m1"]]  # each output reported once, m0 with the broken connection's bytes
