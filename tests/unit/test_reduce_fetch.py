@@ -11,6 +11,18 @@ from hybridbed.workers import task as task_module
 from hybridbed.workers.fetch import Fetch, FetchError
 
 
+def instant_task(**fields: object) -> dict:
+    """A task's message with no compute and a 10-byte output, plus `fields` (its sources or its input block)."""
+    return {
+        "compute_s": 0,
+        "compute_mode": "sleep",
+        "output_dir": "out",
+        "partitions": [],
+        "output_bytes": 10,
+        **fields,
+    }
+
+
 def test_a_stalled_connection_is_retried_until_it_succeeds_and_a_host_serves_its_outputs_on_one(
     tmp_path, monkeypatch, capsys
 ):
@@ -30,14 +42,7 @@ def test_a_stalled_connection_is_retried_until_it_succeeds_and_a_host_serves_its
     for index, host in enumerate(["h1", "h1", "h2"]):
         ip = f"10.0.0.{host[1]}"
         notices.put({"source": f"m{index}", "ip": ip, "host": host, "path": f"m{index}"})
-    reduce = {
-        "n_sources": 3,
-        "compute_s": 0,
-        "compute_mode": "sleep",
-        "output_dir": "out",
-        "partitions": [],
-        "output_bytes": 10,
-    }
+    reduce = instant_task(n_sources=3)
     totals = task_module.run_reduce(reduce, tmp_path, notices, task_module.Speed(1.0), task_module.Rates(reduce))
     assert totals["fetched_bytes"] == 300
     assert connections.count(("10.0.0.1", ["m0", "m1"])) == 1  # both of h1's outputs over one connection
@@ -57,14 +62,7 @@ def test_a_map_reads_its_block_from_the_next_replica_when_one_fails_at_hdfs_time
 
     monkeypatch.setattr(task_module, "fetch", first_replica_down)
     block = {"path": "blocks/b0", "sources": [{"ip": "10.0.0.1", "host": "h1"}, {"ip": "10.0.0.2", "host": "h2"}]}
-    map_task = {
-        "input": block,
-        "compute_s": 0,
-        "compute_mode": "sleep",
-        "output_dir": "out",
-        "partitions": [],
-        "output_bytes": 10,
-    }
+    map_task = instant_task(input=block)
     totals = task_module.run_map(map_task, tmp_path, task_module.Speed(1.0), task_module.Rates(map_task))
     assert totals["read_remote_bytes"] == 500 and totals["read_local_bytes"] == 0
     assert tried == [("10.0.0.1", HDFS_READ_TIMEOUT_S), ("10.0.0.2", HDFS_READ_TIMEOUT_S)]
@@ -85,14 +83,7 @@ def test_a_broken_connection_keeps_the_outputs_it_copied_whole_and_fetches_only_
     notices: queue.Queue[dict] = queue.Queue()
     for source in ("m0", "m1"):
         notices.put({"source": source, "ip": "10.0.0.1", "host": "h1", "path": source})
-    reduce = {
-        "n_sources": 2,
-        "compute_s": 0,
-        "compute_mode": "sleep",
-        "output_dir": "out",
-        "partitions": [],
-        "output_bytes": 10,
-    }
+    reduce = instant_task(n_sources=2)
     totals = task_module.run_reduce(reduce, tmp_path, notices, task_module.Speed(1.0), task_module.Rates(reduce))
     assert connections == [["m0", "m1"], ["m1"]]  # m0 was copied whole before the connection broke
     assert totals["fetched_bytes"] == 200
