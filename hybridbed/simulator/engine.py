@@ -520,16 +520,15 @@ class Simulation:
         if flow.kind == "write":
             self._part_done(task, flow.attempt)
             return
-        if flow.kind == "shuffle" or flow.src != flow.dst:  # what the emulation's workers log: connections
-            self._log_flow(flow, flow.size, flow.ocs_bytes)
         if flow.kind == "input":
+            if flow.src != flow.dst:  # what the emulation's workers log: connections
+                self._log_flow(flow, flow.size, flow.ocs_bytes)
             self._part_done(task, flow.attempt)
             return
         fetches = self._reduces[task.task_id]
         assert flow.connection is not None
         fetches.plan.done(flow.connection)
-        fetches.fetched_bytes += flow.size
-        self.core.shuffle_fetched(task.task_id, flow.attempt, flow.connection.sources)
+        self._outputs_fetched(fetches, flow, len(flow.connection.sources), flow.size, flow.ocs_bytes)
         self._pump(fetches)
         if len(fetches.plan.fetched) == fetches.n_sources:
             self._stats[task.task_id]["fetched_bytes"] = fetches.fetched_bytes
@@ -596,10 +595,16 @@ class Simulation:
             copied += 1
         fetches.plan.failed(connection, copied)
         if copied:
-            self._log_flow(flow, kept, min(flow.ocs_bytes, kept))
-            fetches.fetched_bytes += kept
-            self.core.shuffle_fetched(flow.task.task_id, flow.attempt, connection.sources[:copied])
+            self._outputs_fetched(fetches, flow, copied, kept, min(flow.ocs_bytes, kept))
         self._pump(fetches)
+
+    def _outputs_fetched(self, fetches: ReduceFetches, flow: Flow, copied: int, size: int, ocs_bytes: float) -> None:
+        """The connection's first `copied` outputs, `size` bytes of which `ocs_bytes` by circuit, are fetched:
+        flows.csv's row, the reducer's count and the scheduler's note."""
+        assert flow.connection is not None
+        self._log_flow(flow, size, ocs_bytes)
+        fetches.fetched_bytes += size
+        self.core.shuffle_fetched(flow.task.task_id, flow.attempt, flow.connection.sources[:copied])
 
     # the OCS --------------------------------------------------------------------------------------
     def _ocs_tick(self, due: float) -> None:
