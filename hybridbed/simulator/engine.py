@@ -87,7 +87,7 @@ class ReduceFetches:
     task: Task
     attempt: int
     n_sources: int
-    plan: ShuffleFetches = field(default_factory=ShuffleFetches)
+    plan: ShuffleFetches  # on the simulated clock
     sizes: dict[str, int] = field(default_factory=dict)  # parent task -> its partition's bytes
     elephants: set[str] = field(default_factory=set)  # parent tasks announced as part of an elephant
     elephant_racks: set[int] = field(default_factory=set)  # the racks of those parents' hosts
@@ -266,6 +266,8 @@ class Simulation:
         elif kind == "ocs_lit":
             for a, b in self.ocs.light():
                 self._reroute(a, b)
+        elif kind == "penalty_over":
+            self._penalty_over(*payload)
 
     def _report_usage(self) -> None:
         """Every host's resource tracker reports the disk and network bandwidth its transfers use now, as the
@@ -315,7 +317,8 @@ class Simulation:
             self._compute_and_write(task, task.attempt)
         else:
             sources = len(self.cluster.jobs[task.job_id].sources_of(task))
-            fetches = self._reduces[task.task_id] = ReduceFetches(task, task.attempt, sources)
+            plan = ShuffleFetches(clock=lambda: self.now)
+            fetches = self._reduces[task.task_id] = ReduceFetches(task, task.attempt, sources, plan)
             if self.elephants_wait:  # its waiting bytes per map rack: what a dark pair's elephants queue
                 fetches.plan.tally = GroupTally(self.cluster.rack_of.__getitem__, fetches.sizes.__getitem__)
             self._hold_shuffle_rate(fetches)
@@ -581,7 +584,7 @@ class Simulation:
         """The stopped connection has read nothing for SHUFFLE_READ_TIMEOUT_S: it fails as Hadoop's Fetcher
         does. The outputs it copied whole are fetched (flows.csv gets them as a connection of their own); the
         rest wait again behind the dark pair, the bytes of the one under way lost; the fetcher is free for
-        another host."""
+        another host, and the host is penalized (`ShuffleFetches.failed`)."""
         remaining, _ = self._waiting[pair].pop(flow)
         self.read_timeouts += 1
         fetches = self._reduces[flow.task.task_id]
@@ -593,7 +596,8 @@ class Simulation:
                 break
             kept += fetches.sizes[source]
             copied += 1
-        fetches.plan.failed(connection, copied)
+        penalty_over = fetches.plan.failed(connection, copied)
+        self._at(penalty_over, "penalty_over", (flow.task.task_id, flow.attempt))
         if copied:
             self._outputs_fetched(fetches, flow, copied, kept, min(flow.ocs_bytes, kept))
         self._pump(fetches)
@@ -605,6 +609,12 @@ class Simulation:
         self._log_flow(flow, size, ocs_bytes)
         fetches.fetched_bytes += size
         self.core.shuffle_fetched(flow.task.task_id, flow.attempt, flow.connection.sources[:copied])
+
+    def _penalty_over(self, task_id: str, attempt: int) -> None:
+        """A host the reducer's connection broke on is no longer penalized: its fetchers may take it again."""
+        fetches = self._reduces.get(task_id)
+        if fetches is not None and fetches.attempt == attempt:
+            self._pump(fetches)
 
     # the OCS --------------------------------------------------------------------------------------
     def _ocs_tick(self, due: float) -> None:

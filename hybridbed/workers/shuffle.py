@@ -5,7 +5,9 @@ Hadoop's reducer (ShuffleSchedulerImpl and its Fetcher threads) runs `mapreduce.
 fetchers. A fetcher takes a host that has completed map outputs for the reducer and no other fetcher on it,
 and copies up to MAX_MAPS_AT_ONCE of that host's outputs over one connection, one after the other; outputs
 that complete later on the same host go over a later connection. So a reducer holds at most one
-connection per map host and at most PARALLEL_FETCHES in all, however many maps its job has.
+connection per map host and at most PARALLEL_FETCHES in all, however many maps its job has. A connection that
+breaks penalizes its host: no fetcher takes the host again until the penalty is over (ShuffleSchedulerImpl's
+copyFailed), however soon its outputs could be copied.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import time
 from collections.abc import Callable, Collection, Container, Hashable, Iterator
 from dataclasses import dataclass, field
 
@@ -20,6 +23,18 @@ from hybridbed.config.constants import PARALLEL_FETCHES
 
 # Hadoop's ShuffleSchedulerImpl.MAX_MAPS_AT_ONCE: map outputs one fetch connection copies at most.
 MAX_OUTPUTS_PER_CONNECTION = 20
+# A broken connection's host is penalized for PENALTY_S * PENALTY_GROWTH ** failures (the failed copies of the
+# output it was copying, this one included), at most MAX_PENALTY_S: ShuffleSchedulerImpl's INITIAL_PENALTY
+# (10,000 ms) and PENALTY_GROWTH_RATE (1.3), and mapreduce.reduce.shuffle.retry-delay.max.ms (60,000 ms).
+PENALTY_S = 10.0
+PENALTY_GROWTH = 1.3
+MAX_PENALTY_S = 60.0
+
+
+def penalty_s(failures: int) -> float:
+    """How long a host is penalized after a connection broke copying an output that has now failed `failures`
+    times."""
+    return min(PENALTY_S * PENALTY_GROWTH**failures, MAX_PENALTY_S)
 
 
 @dataclass(frozen=True)
@@ -49,6 +64,9 @@ class ShuffleFetches:
     fetched: set[str] = field(default_factory=set)
     in_flight: dict[str, Connection] = field(default_factory=dict)  # host -> its open connection
     tally: GroupTally | None = None  # None: no bytes tallied per group, no `open_passing_over`
+    clock: Callable[[], float] = time.monotonic  # the penalties' clock (the simulator gives its own)
+    failures: dict[str, int] = field(default_factory=dict)  # parent task -> its failed copies, until one succeeds
+    penalized: dict[str, float] = field(default_factory=dict)  # host -> when its penalty is over
     waiting_by_group: dict[Hashable, int] = field(default_factory=dict)  # bytes of the outputs waiting, per group
     _waiting: dict[str, dict[str, None]] = field(default_factory=dict)  # host -> its outputs to fetch, in order
     # with a tally: each waiting host's place in `_waiting`'s order, and the waiting hosts of each group in it
@@ -71,15 +89,16 @@ class ShuffleFetches:
             self._wait(host, source)
 
     def open(self, backing_off: Container[str] = ()) -> list[Connection]:
-        """The connections to open now: hosts with outputs waiting, no connection and not `backing_off` (after
-        a failure, or out of reach for now), in the order their first output was announced, while fewer than
+        """The connections to open now: hosts with outputs waiting, no connection, no penalty and not
+        `backing_off` (out of reach for now), in the order their first output was announced, while fewer than
         `parallel` are open."""
         room = self.parallel - len(self.in_flight)
         if room <= 0:
             return []
         hosts = []
+        now = self.clock()
         for host in self._waiting:
-            if host not in self.in_flight and host not in backing_off:
+            if host not in self.in_flight and not self._penalized_at(host, now) and host not in backing_off:
                 hosts.append(host)
                 if len(hosts) == room:
                     break
@@ -96,14 +115,14 @@ class ShuffleFetches:
         room = self.parallel - len(self.in_flight)
         if room <= 0:
             return [], []
-        in_flight, place = self.in_flight, self._place
+        in_flight, place, now = self.in_flight, self._place, self.clock()
         dark_firsts = []  # (place, group): each dark group's first host without a connection
         candidates = []  # (place, host): each other group's first `room` hosts without a connection
         for group, hosts in self._group_hosts.items():
             passed_over = group in dark
             taken = 0
             for host in hosts:
-                if host in in_flight:
+                if host in in_flight or self._penalized_at(host, now):
                     continue
                 if passed_over:
                     dark_firsts.append((place[host], group))
@@ -129,15 +148,36 @@ class ShuffleFetches:
     def done(self, connection: Connection) -> None:
         """The connection copied all its outputs."""
         del self.in_flight[connection.host]
-        self.fetched.update(connection.sources)
+        self._fetched(connection.sources)
 
-    def failed(self, connection: Connection, copied: int = 0) -> None:
+    def failed(self, connection: Connection, copied: int = 0) -> float:
         """The connection broke after copying its first `copied` outputs whole: those are fetched (Hadoop's
-        Fetcher reports each output's copy as it ends), the others wait again, at the location announced last."""
+        Fetcher reports each output's copy as it ends), the others wait again, at the location announced last.
+        The output it was copying counts a failure, and its host is penalized for `penalty_s` of that output's
+        failures (Hadoop counts every output of a connection that never connected; the host's penalty then
+        ends with the shortest of theirs, the same on a first failure). Returns when the penalty is over."""
         del self.in_flight[connection.host]
-        self.fetched.update(connection.sources[:copied])
+        self._fetched(connection.sources[:copied])
         for source in connection.sources[copied:]:
             self._wait(self.location[source], source)
+        failing = connection.sources[min(copied, len(connection.sources) - 1)]
+        failures = self.failures[failing] = self.failures.get(failing, 0) + 1
+        until = self.penalized[connection.host] = self.clock() + penalty_s(failures)
+        return until
+
+    def _fetched(self, sources: tuple[str, ...]) -> None:
+        self.fetched.update(sources)
+        for source in sources:  # a copy that succeeds clears its output's failures (copySucceeded)
+            self.failures.pop(source, None)
+
+    def _penalized_at(self, host: str, now: float) -> bool:
+        until = self.penalized.get(host)
+        if until is None:
+            return False
+        if until <= now:
+            del self.penalized[host]
+            return False
+        return True
 
     def _wait(self, host: str, source: str) -> None:
         waiting = self._waiting.get(host)

@@ -40,9 +40,6 @@ from hybridbed.workers.fetch import Fetch, FetchError, fetch
 from hybridbed.workers.pacing import Pacer, Rate, Rates, write_bytes
 from hybridbed.workers.shuffle import Connection, ShuffleFetches
 
-FETCH_RETRY_S = 1.0
-
-
 _stdout_lock = threading.Lock()  # compute reports from a thread of its own
 
 
@@ -203,13 +200,13 @@ def run_reduce(task: dict, data_dir: Path, notices: queue.Queue[dict], speed: Sp
     (workers/shuffle.py: one connection per host with outputs, up to PARALLEL_FETCHES at once, all held
     to the task's rate together), then compute while writing.
 
-    A failed connection is tried again after FETCH_RETRY_S, from the latest location announced for each of
-    its outputs: a congested path can stall a transfer past the read timeout while both hosts are fine,
-    and when a host is lost the scheduler re-runs its tasks and announces the new location."""
+    A failed connection's outputs are fetched again from the latest location announced for each, its host
+    once its penalty is over (workers/shuffle.py): a congested path can stall a transfer past the read timeout
+    while both hosts are fine, and when a host is lost the scheduler re-runs its tasks and announces the new
+    location."""
     n_sources = task["n_sources"]
     plan = ShuffleFetches()
     latest: dict[str, dict] = {}
-    retry_at: dict[str, float] = {}
     fetched_bytes = 0
     results: queue.Queue[tuple[Connection, dict | Broken | Exception]] = queue.Queue()
     pacer = Pacer(rates.connection, saved_s=0.0)  # the task's connections share its rate
@@ -235,10 +232,8 @@ def run_reduce(task: dict, data_dir: Path, notices: queue.Queue[dict], speed: Sp
             except queue.Empty:
                 break
             latest[notice["source"]] = notice
-            retry_at.pop(notice["host"], None)
             plan.announce(notice["source"], notice["host"])
-        backing_off = {host for host, at in retry_at.items() if at > time.monotonic()}
-        for connection in plan.open(backing_off):
+        for connection in plan.open():
             notices_now = [latest[source] for source in connection.sources]
             ip, paths = notices_now[0]["ip"], [n["path"] for n in notices_now]
             dscp = next((n["dscp"] for n in notices_now if n.get("dscp")), None)  # one elephant marks it
@@ -249,7 +244,6 @@ def run_reduce(task: dict, data_dir: Path, notices: queue.Queue[dict], speed: Sp
                 raise result
             if isinstance(result, Broken):  # the outputs it copied whole are fetched, the others wait again
                 plan.failed(connection, result.copied)
-                retry_at[connection.host] = time.monotonic() + FETCH_RETRY_S
                 if result.record is None:
                     continue
                 sources, fetched = connection.sources[: result.copied], result.record

@@ -1,12 +1,15 @@
 """A reducer's fetch loop without a network: one connection per host, a failed connection from a live
-host is tried again, a connection fails at Hadoop's shuffle timeouts, a block read at HDFS's."""
+host is tried again after its host's penalty, a connection fails at Hadoop's shuffle timeouts, a block read
+at HDFS's."""
 
 from __future__ import annotations
 
 import json
 import queue
+import time
 
 from hybridbed.config.constants import HDFS_READ_TIMEOUT_S, SHUFFLE_READ_TIMEOUT_S
+from hybridbed.workers import shuffle as shuffle_module
 from hybridbed.workers import task as task_module
 from hybridbed.workers.fetch import Fetch, FetchError
 
@@ -23,21 +26,24 @@ def instant_task(**fields: object) -> dict:
     }
 
 
-def test_a_stalled_connection_is_retried_until_it_succeeds_and_a_host_serves_its_outputs_on_one(
+def test_a_stalled_connection_is_retried_after_its_hosts_penalty_and_a_host_serves_its_outputs_on_one(
     tmp_path, monkeypatch, capsys
 ):
     connections: list[tuple[str, list[str]]] = []
     timeouts: set[float] = set()
+    tried_h2: list[float] = []
 
     def flaky_fetch(ip, paths, rate_bps, pacer, *, timeout_s, dscp=None):
         connections.append((ip, paths))
         timeouts.add(timeout_s)
-        if ip == "10.0.0.2" and len(connections) < 4:
-            raise FetchError("timed out")
+        if ip == "10.0.0.2":
+            tried_h2.append(time.monotonic())
+            if len(tried_h2) < 3:
+                raise FetchError("timed out")
         return Fetch(ip, paths, 100 * len(paths), 0.0, 0.1, [(0.1, 100 * len(paths))])
 
     monkeypatch.setattr(task_module, "fetch", flaky_fetch)
-    monkeypatch.setattr(task_module, "FETCH_RETRY_S", 0.01)
+    monkeypatch.setattr(shuffle_module, "PENALTY_S", 0.1)  # Hadoop's 10 s, a hundredth: 0.13 s, then 0.169 s
     notices: queue.Queue[dict] = queue.Queue()
     for index, host in enumerate(["h1", "h1", "h2"]):
         ip = f"10.0.0.{host[1]}"
@@ -46,7 +52,9 @@ def test_a_stalled_connection_is_retried_until_it_succeeds_and_a_host_serves_its
     totals = task_module.run_reduce(reduce, tmp_path, notices, task_module.Speed(1.0), task_module.Rates(reduce))
     assert totals["fetched_bytes"] == 300
     assert connections.count(("10.0.0.1", ["m0", "m1"])) == 1  # both of h1's outputs over one connection
-    assert connections.count(("10.0.0.2", ["m2"])) >= 2  # h2 failed at first, then was tried again
+    assert connections.count(("10.0.0.2", ["m2"])) == 3  # h2 failed twice, then was tried again
+    waits = [later - earlier for earlier, later in zip(tried_h2, tried_h2[1:])]
+    assert waits[0] >= shuffle_module.penalty_s(1) and waits[1] >= shuffle_module.penalty_s(2)  # its penalties
     assert capsys.readouterr().out.count('"kind": "shuffle"') == 2  # a record per successful connection
     assert timeouts == {SHUFFLE_READ_TIMEOUT_S}  # mapreduce.reduce.shuffle.read.timeout, not HDFS's
 
@@ -79,7 +87,7 @@ def test_a_broken_connection_keeps_the_outputs_it_copied_whole_and_fetches_only_
         return Fetch(ip, paths, 100 * len(paths), 0.2, 0.3, [(0.3, 100 * len(paths))])
 
     monkeypatch.setattr(task_module, "fetch", breaks_after_one_output)
-    monkeypatch.setattr(task_module, "FETCH_RETRY_S", 0.01)
+    monkeypatch.setattr(shuffle_module, "PENALTY_S", 0.01)
     notices: queue.Queue[dict] = queue.Queue()
     for source in ("m0", "m1"):
         notices.put({"source": source, "ip": "10.0.0.1", "host": "h1", "path": source})

@@ -23,7 +23,13 @@ from hybridbed.simulator.engine import ResultLogs, Simulation
 from hybridbed.simulator.fabric import FabricLinks
 from hybridbed.simulator.flows import FINISH_FRACTION, Flow, FlowTable
 from hybridbed.workers.pacing import Pacer, Rate
-from hybridbed.workers.shuffle import MAX_OUTPUTS_PER_CONNECTION, Connection, GroupTally, ShuffleFetches
+from hybridbed.workers.shuffle import (
+    MAX_OUTPUTS_PER_CONNECTION,
+    Connection,
+    GroupTally,
+    ShuffleFetches,
+    penalty_s,
+)
 
 from .test_simulator import simulate
 
@@ -55,12 +61,27 @@ def test_one_connection_per_host_copies_up_to_twenty_outputs_and_five_are_open_a
     assert len(plan.fetched) == 52 and not plan.in_flight and plan.open() == []
 
 
-def test_a_failed_connection_waits_for_its_backoff_and_goes_to_where_an_output_ran_again():
+class Clock:
+    """A clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_failed_connection_waits_for_its_hosts_penalty_and_goes_to_where_an_output_ran_again():
+    clock = Clock()
     plan = announced({"h0": 2})
+    plan.clock = clock
     (connection,) = plan.open()
     plan.announce("h0-m1", "h9")  # its map ran again on h9 while the connection was open
-    plan.failed(connection)
-    assert plan.open(backing_off={"h0"}) == [Connection("h9", ("h0-m1",))]
+    assert plan.failed(connection) == penalty_s(1) == 13.0  # Hadoop's 10 s x 1.3 after a first failure
+    assert plan.open() == [Connection("h9", ("h0-m1",))]  # h0 is penalized
+    clock.now = 12.9
+    assert plan.open() == []
+    clock.now = 13.0
     assert plan.open() == [Connection("h0", ("h0-m0",))]
     plan.announce("h0-m0", "h7")  # an output on an open connection: fetched where it is, if that works
     for c in list(plan.in_flight.values()):
@@ -71,15 +92,57 @@ def test_a_failed_connection_waits_for_its_backoff_and_goes_to_where_an_output_r
     moved.announce("h0-m0", "h1")  # h0's only output ran again on h1: nothing is left on h0 to copy
     assert moved.open() == [Connection("h1", ("h1-m0", "h0-m0"))]
     partly = announced({"h0": 3})
+    partly.clock = clock
     (connection,) = partly.open()
     partly.failed(connection, copied=1)  # it broke copying its second output: the first is kept
+    clock.now += penalty_s(1)
     assert partly.fetched == {"h0-m0"} and partly.open() == [Connection("h0", ("h0-m1", "h0-m2"))]
+    assert partly.failures == {"h0-m1": 1}  # the output it was copying failed, not those behind it
+
+
+def test_a_hosts_penalty_grows_with_its_outputs_failures_to_hadoops_cap_and_a_success_clears_them():
+    clock = Clock()
+    plan = ShuffleFetches(clock=clock)
+    plan.announce("m0", "h0")
+    penalties = []
+    for _ in range(8):
+        (connection,) = plan.open()
+        penalties.append(plan.failed(connection) - clock.now)
+        assert plan.open() == []  # penalized: no fetcher takes the host
+        clock.now += penalties[-1]
+    assert penalties == pytest.approx([10 * 1.3**n for n in range(1, 7)] + [60.0, 60.0])
+    plan.announce("m1", "h0")
+    (connection,) = plan.open()
+    assert connection.sources == ("m0", "m1")
+    plan.failed(connection, copied=1)  # m0 is copied at last; m1 fails a first time
+    assert plan.failures == {"m1": 1}
+    clock.now += 13.0
+    (connection,) = plan.open()
+    plan.done(connection)
+    assert plan.failures == {} and plan.fetched == {"m0", "m1"}
+
+
+def test_a_reducer_waiting_for_circuits_passes_over_a_penalized_host_until_its_penalty_is_over():
+    clock = Clock()
+    group = {"h0": 0, "h1": 0, "h2": 1}
+    plan = ShuffleFetches(parallel=1, tally=GroupTally(group.__getitem__, lambda output: 1), clock=clock)
+    for host in group:
+        plan.announce(f"{host}-m0", host)
+    (connection,) = plan.open_passing_over({1})[0]
+    assert connection.host == "h0"
+    plan.failed(connection)
+    assert plan.open_passing_over({1}) == ([Connection("h1", ("h1-m0",))], [])  # h0 is passed over
+    plan.done(plan.in_flight["h1"])
+    assert plan.open_passing_over({1}) == ([], [1])  # h0 penalized, h2 behind a dark pair
+    clock.now = penalty_s(1)  # h0 waits again behind h2, so the walk passes h2's dark group on its way
+    assert plan.open_passing_over({1}) == ([Connection("h0", ("h0-m0",))], [1])
 
 
 def test_the_bytes_waiting_per_group_follow_every_announcement_connection_and_failure():
     sizes = {f"h{h}-m{i}": 100 * h + i + 1 for h in range(4) for i in range(30)}
     group = {"h0": "r0", "h1": "r0", "h2": "r1", "h3": "r1", "h9": "r2"}
-    plan = ShuffleFetches(tally=GroupTally(group.__getitem__, sizes.__getitem__))
+    clock = Clock()
+    plan = ShuffleFetches(tally=GroupTally(group.__getitem__, sizes.__getitem__), clock=clock)
 
     def recounted() -> dict[str, int]:
         """The outputs neither fetched nor on a connection, by the group of the host each is on now."""
@@ -104,6 +167,7 @@ def test_the_bytes_waiting_per_group_follow_every_announcement_connection_and_fa
     plan.failed(opened[0])
     plan.done(opened[1])
     assert same()
+    clock.now += penalty_s(1)
     for _ in range(len(sizes)):
         for connection in list(plan.in_flight.values()):
             plan.done(connection)
@@ -134,6 +198,7 @@ STEPS = st.lists(
         st.tuples(st.just("open"), st.sets(st.integers(0, 3), max_size=4)),
         st.tuples(st.just("done"), st.integers(0, 10)),
         st.tuples(st.just("failed"), st.integers(0, 10)),
+        st.tuples(st.just("wait"), st.floats(0, 30)),
     ),
     max_size=80,
 )
@@ -142,14 +207,17 @@ STEPS = st.lists(
 @settings(max_examples=300, deadline=None)
 @given(steps=STEPS, parallel=st.integers(1, 3), per_connection=st.integers(1, 3))
 def test_passing_over_dark_groups_opens_and_notes_what_the_walk_would(steps, parallel, per_connection):
-    """Two reducers told the same announcements, connections done and failed: one opens with the walk over
-    every waiting host, the other with the groups' merged host lists; the same connections open, and the same
-    dark groups are noted, in the same order."""
+    """Two reducers told the same announcements, connections done and failed, hosts penalized: one opens with
+    the walk over every waiting host, the other with the groups' merged host lists; the same connections
+    open, and the same dark groups are noted, in the same order."""
     group_of = {host: int(host[1:]) % 4 for host in HOSTS}
     tally = GroupTally(group_of.__getitem__, lambda output: 1)
-    walked, merged = (ShuffleFetches(parallel, per_connection, tally=tally) for _ in range(2))
+    clock = Clock()
+    walked, merged = (ShuffleFetches(parallel, per_connection, tally=tally, clock=clock) for _ in range(2))
     for step in steps:
-        if step[0] == "announce":
+        if step[0] == "wait":
+            clock.now += step[1]
+        elif step[0] == "announce":
             for plan in (walked, merged):
                 plan.announce(f"m{step[1]}", step[2])
         elif step[0] == "open":
@@ -404,6 +472,61 @@ def test_a_connection_stopped_past_the_read_timeout_gives_its_fetcher_back(tmp_p
     assert (over_lit.ocs_bytes == over_lit.bytes).all()
     # every output fetched once: the bytes under way when a connection broke are not counted
     assert fetched.bytes.sum() == pd.read_csv(tmp_path / "tasks.csv").fetched_bytes.sum() == shuffle
+    assert simulation.core.finished
+
+
+def test_a_host_whose_connection_broke_is_fetched_from_again_when_its_penalty_is_over(tmp_path):
+    """Hadoop penalizes the host of a connection that broke (ShuffleSchedulerImpl.copyFailed): a reducer whose
+    stopped connections time out does not take their hosts again the moment their pair lights, but when each
+    host's penalty is over, 13 s after a first failure."""
+    simulation, logs = three_racks_waiting_for_circuits(tmp_path)
+    rack_of = simulation.cluster.rack_of
+    phase: dict[str, float | None] = {"since": None, "dark": None, "relit": None}
+    penalized: dict[str, float] = {}
+
+    def scripted_hints(cluster) -> list[list[float]]:
+        """The circuit from one map rack into the reducer's until its five fetchers have held connections from
+        it for 25 s; then the two map racks' circuits to each other, so that nothing reaches the reducer's
+        rack, until those connections have timed out; then the first circuit again for 100 s; then nothing
+        (what waits is the demand)."""
+        hints = [[0.0] * 3 for _ in range(3)]
+        fetches = next(iter(simulation._reduces.values()), None)
+        if fetches is None:
+            return hints
+        rack = rack_of[str(fetches.task.host)]
+        first, other = (r for r in range(3) if r != rack)
+        now = simulation.now
+        if phase["dark"] is None:
+            if len(fetches.plan.in_flight) == 5 and {rack_of[h] for h in fetches.plan.in_flight} == {first}:
+                phase["since"] = phase["since"] or now
+            if phase["since"] is not None and now - phase["since"] >= 25:
+                phase["dark"] = now
+        dark = phase["dark"]
+        if dark is not None and now > dark + SHUFFLE_READ_TIMEOUT_S and phase["relit"] is None:
+            phase["relit"] = now
+            penalized.update(fetches.plan.penalized)
+        relit = phase["relit"]
+        if dark is None or (relit is not None and now < relit + 100):
+            hints[first][rack] = 1e15
+        elif relit is None:
+            hints[first][other] = hints[other][first] = 1e15
+        return hints
+
+    simulation.policy.ocs_demand = scripted_hints  # type: ignore[method-assign]
+    simulation.run([JobSpec("j", 0.0, 36_000_000, 360_000_000, 0, 36, 1, 1.0, 1.0)])
+    logs.close()
+    dark, relit = phase["dark"], phase["relit"]
+    assert dark is not None and relit is not None
+    timed_out = dark + SHUFFLE_READ_TIMEOUT_S
+    assert list(penalized.values()) == pytest.approx([timed_out + penalty_s(1)] * 5)  # the five broken ones
+    flows = pd.read_csv(tmp_path / "flows.csv")
+    fetched = flows[flows.kind == "shuffle"]
+    lit_again = fetched[
+        (fetched.start_s > timed_out) & fetched.src_host.map(rack_of).eq(rack_of[next(iter(penalized))])
+    ]
+    again = lit_again[lit_again.src_host.isin(set(penalized))]
+    # not when the pair lit again, but the moment the penalties were over
+    assert again.start_s.min() == pytest.approx(timed_out + penalty_s(1), abs=1e-3)
     assert simulation.core.finished
 
 
