@@ -18,32 +18,56 @@ class Rate:
         self.bps = bps or None
 
 
+# A waiting take looks at its rate again at least this often, so a new share applies to the bytes it still owes
+# within this much: a 1 MiB write booked at a floor share of 20 KB/s would otherwise sleep its 52 s through.
+RATE_LOOK_S = 0.05
+
+
 class Pacer:
-    """A token bucket holding `saved_s` seconds of its rate (read at every take, so a new share applies at
-    once): `take(n)` returns once n more bytes keep the task within it. An idle (or suspended) task saves up
-    no more than that. Threads may share one (a reducer's fetch connections share its rate): each take
-    books its bytes at once and waits until they are paid for, after the takes booked before it."""
+    """A token bucket holding `saved_s` seconds of its rate: `take(n)` returns once n more bytes keep the task
+    within it. The rate is read as the bucket fills, so a new share applies at once, to the bytes a waiting take
+    still owes too (within RATE_LOOK_S). An idle (or suspended) task saves up no more than `saved_s` of its
+    rate. Threads may share one (a reducer's fetch connections share its rate): each take books its bytes at
+    once and waits until they are paid for, after the takes booked before it."""
 
     def __init__(self, rate: Rate, saved_s: float = 1.0):
         self.rate = rate
         self.saved_s = saved_s
-        self.tokens = (rate.bps or 0.0) / 8 * saved_s
+        # bytes booked by takes and bytes paid for by the rate so far; paid - booked is the bucket's tokens
+        self.booked = 0.0
+        self.paid = (rate.bps or 0.0) / 8 * saved_s
         self.last = time.monotonic()
+        self._per_s = self._bytes_per_s()  # the rate the bucket fills at until it looks again
         self._lock = threading.Lock()
 
     def take(self, size: int) -> None:
-        if self.rate.bps is None:
-            return
-        per_s = self.rate.bps / 8  # bytes per second
         with self._lock:
-            now = time.monotonic()
-            tokens = min(per_s * self.saved_s, self.tokens + (now - self.last) * per_s) - size
-            wait = max(0.0, -tokens / per_s)
-            # the bucket is empty when this take's wait is over (`last` may lie ahead: a later take waits
-            # for it too, at whatever rate holds then)
-            self.tokens, self.last = max(tokens, 0.0), now + wait
-        if wait > 0:
-            time.sleep(wait)
+            if self.rate.bps is None:
+                return
+            self._fill(time.monotonic())
+            self.booked += size
+            due = self.booked  # this take is paid for when `paid` reaches it
+        while True:
+            with self._lock:
+                self._fill(time.monotonic())
+                owed = due - self.paid
+                if self.rate.bps is None or owed < 1:  # within a byte: the clock's rounding, not a debt
+                    return
+                wait = owed / (self.rate.bps / 8)
+            time.sleep(min(wait, RATE_LOOK_S))
+
+    def _fill(self, now: float) -> None:
+        """Pay for the time since the bucket last looked at the rate it had then, saving up at most `saved_s` of
+        it (not paced: no debt); from now on, at the rate now."""
+        per_s = self._per_s
+        if per_s is None:
+            self.paid = self.booked
+        else:
+            self.paid = min(self.paid + (now - self.last) * per_s, self.booked + per_s * self.saved_s)
+        self.last, self._per_s = now, self._bytes_per_s()
+
+    def _bytes_per_s(self) -> float | None:
+        return None if self.rate.bps is None else self.rate.bps / 8
 
 
 class Rates:

@@ -7,7 +7,7 @@ import pytest
 from hybridbed.scheduler.model import Resources, StageKind
 from hybridbed.scheduler.transfers import network_cap_mbps, transfer_cap_mbps
 from hybridbed.workers import task as worker_task
-from hybridbed.workers.pacing import Pacer, Rate
+from hybridbed.workers.pacing import RATE_LOOK_S, Pacer, Rate
 
 IO_HEAVY = Resources(1, 2000, disk_read_mbps=400, disk_write_mbps=300, net_in_mbps=250)
 
@@ -48,6 +48,34 @@ def test_the_pacer_holds_a_task_to_its_rate_after_a_second_of_burst(monkeypatch)
     connection = Pacer(Rate(8e5), saved_s=0.0)  # a connection's receiving side: nothing saved up, even at first
     connection.take(25_000)
     assert clock["now"] == pytest.approx(121.25)
+
+
+def test_a_new_share_reaches_the_bytes_a_waiting_take_still_owes(monkeypatch):
+    """MR-POTS holds a task at 0.01 of its demand until the set of tasks changes: a 1 MB write booked at 10 KB/s
+    owes 100 s, and a share raised a moment later has to apply to the rest of it, as it does in the
+    simulator, not after the 100 s. Likewise a share lowered half-way."""
+    clock = {"now": 0.0, "changed": 0.0}
+    rate = Rate(8e4)  # 10 KB/s
+
+    def sleep_then(at: float, bps: float) -> None:
+        def sleep(seconds: float) -> None:
+            assert seconds <= RATE_LOOK_S  # the take looks at its rate again at least this often
+            clock["now"] += seconds
+            if clock["now"] >= at and rate.bps != bps:
+                rate.bps, clock["changed"] = bps, clock["now"]
+
+        monkeypatch.setattr(worker_task.time, "sleep", sleep)
+
+    monkeypatch.setattr(worker_task.time, "monotonic", lambda: clock["now"])
+    sleep_then(0.5, 8e6)  # raised to 1 MB/s half a second in
+    Pacer(rate, saved_s=0.0).take(1_000_000)
+    paid = clock["changed"] * 1e4
+    assert clock["now"] == pytest.approx(clock["changed"] + (1_000_000 - paid) / 1e6, abs=1e-6)  # about 1.5 s
+    start = clock["now"]
+    sleep_then(start + 0.5, 8e5)  # lowered to 100 KB/s half-way through a 1 MB take at 1 MB/s
+    Pacer(rate, saved_s=0.0).take(1_000_000)
+    paid = (clock["changed"] - start) * 1e6
+    assert clock["now"] == pytest.approx(clock["changed"] + (1_000_000 - paid) / 1e5, abs=1e-6)  # about 5.5 s on
 
 
 def test_waiting_compute_does_not_count_a_suspension_as_work(monkeypatch):
