@@ -19,7 +19,7 @@ from hybridbed.config.fabric import FabricSpec
 from hybridbed.config.scenario import Scenario
 from hybridbed.experiments.simulated import result_logs
 from hybridbed.scheduler.model import JobSpec, Resources, build_job
-from hybridbed.simulator.engine import ResultLogs, Simulation
+from hybridbed.simulator.engine import ReduceFetches, ResultLogs, Simulation
 from hybridbed.simulator.fabric import FabricLinks
 from hybridbed.simulator.flows import FINISH_FRACTION, Flow, FlowTable
 from hybridbed.workers.pacing import Pacer, Rate
@@ -419,32 +419,54 @@ def three_racks_waiting_for_circuits(tmp_path: Path) -> tuple[Simulation, Result
     return Simulation(scenario, logs), logs
 
 
+def reducer_racks(simulation: Simulation) -> tuple[ReduceFetches, int, int, int] | None:
+    """The three-rack case's reducer once it runs: its shuffle, its rack and the two map racks."""
+    fetches = next(iter(simulation._reduces.values()), None)
+    if fetches is None:
+        return None
+    rack = simulation.cluster.rack_of[str(fetches.task.host)]
+    first, other = (r for r in range(3) if r != rack)
+    return fetches, rack, first, other
+
+
+class FetchersHeld:
+    """Since when the three-rack case's reducer has held all of its five connections from one map rack."""
+
+    def __init__(self, simulation: Simulation) -> None:
+        self.simulation = simulation
+        self.since: float | None = None
+
+    def held_from(self, rack: int, now: float) -> float:
+        """For how long, in seconds, up to `now` (0 until it does)."""
+        racks = reducer_racks(self.simulation)
+        if self.since is None and racks is not None:
+            in_flight = racks[0].plan.in_flight
+            rack_of = self.simulation.cluster.rack_of
+            if len(in_flight) == 5 and {rack_of[host] for host in in_flight} == {rack}:
+                self.since = now
+        return 0.0 if self.since is None else now - self.since
+
+
 def test_a_connection_stopped_past_the_read_timeout_gives_its_fetcher_back(tmp_path):
     """Hadoop's Fetcher fails a connection that reads nothing for mapreduce.reduce.shuffle.read.timeout. A
     reducer whose five fetchers hold connections stopped on a dark pair fetches over the pair whose circuit is
     lit once they time out, rather than leave that circuit idle for as long as it stays lit; the outputs the
     stopped connections copied whole are kept, and no output is fetched twice."""
     simulation, logs = three_racks_waiting_for_circuits(tmp_path)
-    rack_of = simulation.cluster.rack_of
-    held: dict[str, float | None] = {"since": None, "lit_other": None}  # 5 connections from one rack; phase 2
+    held: dict[str, float | None] = {"lit_other": None}  # phase 2
+    five_fetchers = FetchersHeld(simulation)
 
     def scripted_hints(cluster) -> list[list[float]]:
         """Light the circuit from one map rack into the reducer's until its five fetchers have held
         connections from that rack for 25 s (some have copied outputs whole by then), then only the one from
         the other map rack, for longer than the read timeout; then nothing (what waits is the demand)."""
         hints = [[0.0] * 3 for _ in range(3)]
-        fetches = next(iter(simulation._reduces.values()), None)
-        if fetches is None:
+        if (racks := reducer_racks(simulation)) is None:
             return hints
-        rack = rack_of[str(fetches.task.host)]
-        first, other = (r for r in range(3) if r != rack)
+        fetches, rack, first, other = racks
         now = simulation.now
-        if held["lit_other"] is None:
-            from_first = {rack_of[host] for host in fetches.plan.in_flight} == {first}
-            if len(fetches.plan.in_flight) == 5 and from_first:
-                held["since"] = held["since"] or now
-            if held["since"] is not None and now - held["since"] >= 25:
-                held["lit_other"] = now
+        if held["lit_other"] is None and five_fetchers.held_from(first, now) >= 25:
+            held["lit_other"] = now
         if held["lit_other"] is None:
             hints[first][rack] = 1e15
         elif now < held["lit_other"] + SHUFFLE_READ_TIMEOUT_S + 100:
@@ -481,7 +503,8 @@ def test_a_host_whose_connection_broke_is_fetched_from_again_when_its_penalty_is
     host's penalty is over, 13 s after a first failure."""
     simulation, logs = three_racks_waiting_for_circuits(tmp_path)
     rack_of = simulation.cluster.rack_of
-    phase: dict[str, float | None] = {"since": None, "dark": None, "relit": None}
+    phase: dict[str, float | None] = {"dark": None, "relit": None}
+    five_fetchers = FetchersHeld(simulation)
     penalized: dict[str, float] = {}
 
     def scripted_hints(cluster) -> list[list[float]]:
@@ -490,17 +513,12 @@ def test_a_host_whose_connection_broke_is_fetched_from_again_when_its_penalty_is
         rack, until those connections have timed out; then the first circuit again for 100 s; then nothing
         (what waits is the demand)."""
         hints = [[0.0] * 3 for _ in range(3)]
-        fetches = next(iter(simulation._reduces.values()), None)
-        if fetches is None:
+        if (racks := reducer_racks(simulation)) is None:
             return hints
-        rack = rack_of[str(fetches.task.host)]
-        first, other = (r for r in range(3) if r != rack)
+        fetches, rack, first, other = racks
         now = simulation.now
-        if phase["dark"] is None:
-            if len(fetches.plan.in_flight) == 5 and {rack_of[h] for h in fetches.plan.in_flight} == {first}:
-                phase["since"] = phase["since"] or now
-            if phase["since"] is not None and now - phase["since"] >= 25:
-                phase["dark"] = now
+        if phase["dark"] is None and five_fetchers.held_from(first, now) >= 25:
+            phase["dark"] = now
         dark = phase["dark"]
         if dark is not None and now > dark + SHUFFLE_READ_TIMEOUT_S and phase["relit"] is None:
             phase["relit"] = now
