@@ -96,9 +96,9 @@ class ShuffleFetches:
         if room <= 0:
             return []
         hosts = []
-        now = self.clock()
+        penalized = self._penalized_now()
         for host in self._waiting:
-            if host not in self.in_flight and not self._penalized_at(host, now) and host not in backing_off:
+            if host not in self.in_flight and host not in penalized and host not in backing_off:
                 hosts.append(host)
                 if len(hosts) == room:
                     break
@@ -115,14 +115,14 @@ class ShuffleFetches:
         room = self.parallel - len(self.in_flight)
         if room <= 0:
             return [], []
-        in_flight, place, now = self.in_flight, self._place, self.clock()
+        in_flight, place, penalized = self.in_flight, self._place, self._penalized_now()
         dark_firsts = []  # (place, group): each dark group's first host without a connection
         candidates = []  # (place, host): each other group's first `room` hosts without a connection
         for group, hosts in self._group_hosts.items():
             passed_over = group in dark
             taken = 0
             for host in hosts:
-                if host in in_flight or self._penalized_at(host, now):
+                if host in in_flight or host in penalized:
                     continue
                 if passed_over:
                     dark_firsts.append((place[host], group))
@@ -167,17 +167,18 @@ class ShuffleFetches:
 
     def _fetched(self, sources: tuple[str, ...]) -> None:
         self.fetched.update(sources)
-        for source in sources:  # a copy that succeeds clears its output's failures (copySucceeded)
-            self.failures.pop(source, None)
+        if self.failures:  # a copy that succeeds clears its output's failures (copySucceeded)
+            for source in sources:
+                self.failures.pop(source, None)
 
-    def _penalized_at(self, host: str, now: float) -> bool:
-        until = self.penalized.get(host)
-        if until is None:
-            return False
-        if until <= now:
-            del self.penalized[host]
-            return False
-        return True
+    def _penalized_now(self) -> dict[str, float]:
+        """The hosts whose penalty is not over (those whose penalty is over are let go; the clock is not read
+        while no host is penalized, as in nearly every call)."""
+        if self.penalized:
+            now = self.clock()
+            for host in [host for host, until in self.penalized.items() if until <= now]:
+                del self.penalized[host]
+        return self.penalized
 
     def _wait(self, host: str, source: str) -> None:
         waiting = self._waiting.get(host)
