@@ -50,10 +50,10 @@ class Pacer:
         while True:
             with self._lock:
                 self._fill(time.monotonic())
-                owed = due - self.paid
-                if self.rate.bps is None or owed < 1:  # within a byte: the clock's rounding, not a debt
+                owed, per_s = due - self.paid, self._per_s
+                if per_s is None or owed < 1:  # within a byte: the clock's rounding, not a debt
                     return
-                wait = owed / (self.rate.bps / 8)
+                wait = owed / per_s
             time.sleep(min(wait, RATE_LOOK_S))
 
     def _fill(self, now: float) -> None:
