@@ -62,7 +62,10 @@ from hybridbed.workloads.build import build_workload
 log = logging.getLogger("hybridbed.scheduler")
 REGISTER_TIMEOUT_S = 60.0
 HINT_INTERVAL_S = 1.0
-STORE_TIMEOUT_S = 60.0  # a host that has not stored a job's blocks by then is lost or stuck: its reads fail
+# A host that has not stored a job's blocks by then is lost or stuck, and its reads fail. A testbed bound, not a
+# model parameter: the upload puts a job's input in place as it is submitted, before any of its tasks runs, as
+# Hadoop's input is in HDFS before its job starts (the writes are unpaced: milliseconds).
+STORE_TIMEOUT_S = 60.0
 
 
 class SchedulerServer:
