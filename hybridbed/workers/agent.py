@@ -2,7 +2,8 @@
 
 It registers with the scheduler over the control channel, heartbeats with the usage of its tasks
 (psutil), serves its data (input replicas, map outputs) over TCP on the data network, and runs every
-task attempt as a process of its own in a cgroup with the task's CPU quota and memory limit.
+task attempt as a process of its own in a cgroup with the task's CPU quota and memory limit, forked by its
+task launcher (`workers.launcher`), which has the task code imported already.
 
 It shares the host's cores and (where the scenario gives hosts a disk bandwidth) its disk reads and writes
 among the tasks using them (`workers.host_share`): each task says when it computes, reads its block or
@@ -20,7 +21,6 @@ import contextlib
 import itertools
 import json
 import math
-import subprocess
 import sys
 import threading
 import time
@@ -33,6 +33,7 @@ import psutil
 from hybridbed.workers.cgroups import TaskCgroup
 from hybridbed.workers.fetch import DataServer
 from hybridbed.workers.host_share import HostShare
+from hybridbed.workers.launcher import TaskLauncher, TaskProcess
 from hybridbed.workers.pacing import Rate, write_bytes
 from hybridbed.workers.protocol import (
     Channel,
@@ -51,7 +52,7 @@ from hybridbed.workers.protocol import (
 
 
 class RunningTask:
-    def __init__(self, key: str, proc: subprocess.Popen, cgroup: TaskCgroup, allotted: dict[str, float | None]):
+    def __init__(self, key: str, proc: TaskProcess, cgroup: TaskCgroup, allotted: dict[str, float | None]):
         self.key = key
         self.proc = proc
         self.cgroup = cgroup
@@ -76,6 +77,7 @@ class WorkerAgent:
         self._serve_keys = itertools.count()
         self.lock = threading.Lock()
         self.stopping = threading.Event()
+        self.launcher = TaskLauncher()
 
     def run(self) -> int:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -113,6 +115,7 @@ class WorkerAgent:
             for task in running:
                 task.proc.kill()
                 task.cgroup.remove()
+            self.launcher.close()
         return 0
 
     def _store(self, job: str, blocks: list[StoredBlock]) -> None:
@@ -195,14 +198,7 @@ class WorkerAgent:
         }
         cgroup.create(share["cores"], task["memory_mb"])
         run = {**task, "data_dir": str(self.data_dir), "compute_mode": self.args.compute_mode}
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "hybridbed.workers.task"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=cgroup.join_self,
-        )
+        proc = self.launcher.start(cgroup.procs_files)
         proc.stdin.write(json.dumps(run) + "\n")
         proc.stdin.flush()
         running = RunningTask(key, proc, cgroup, allotted)
@@ -232,7 +228,7 @@ class WorkerAgent:
             try:
                 running.proc.stdin.write(json.dumps(line) + "\n")
                 running.proc.stdin.flush()
-            except (BrokenPipeError, ValueError):
+            except (OSError, ValueError):  # it has ended
                 pass
 
     def _act(self, op: str, message: TaskControlMessage) -> None:

@@ -185,10 +185,15 @@ class TaskCgroup:
         quota_us, period_us = (path / "cpu.max").read_text().split()
         return int(quota_us) / int(period_us), int((path / "memory.max").read_text())
 
+    @property
+    def procs_files(self) -> list[Path]:
+        """Where a process joins the cgroup (by writing its pid), one per hierarchy."""
+        return [path / "cgroup.procs" for path in self.paths]
+
     def join_self(self) -> None:
         """For a subprocess preexec_fn: the task joins its cgroup before it executes anything."""
-        for path in self.paths:
-            (path / "cgroup.procs").write_text(str(os.getpid()))
+        for procs in self.procs_files:
+            procs.write_text(str(os.getpid()))
 
     def pids(self) -> list[int]:
         return CgroupTree(self.paths[0]).pids()  # every hierarchy holds the same processes

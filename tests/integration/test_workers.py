@@ -120,6 +120,14 @@ def test_killing_a_worker_mid_job_still_completes_the_job(tmp_path, small_scenar
     assert victim_host not in set(rerun.host)
 
 
+def _parent(process: psutil.Process) -> int | None:
+    """Its parent's pid (None: it has ended)."""
+    try:
+        return process.ppid()
+    except psutil.NoSuchProcess:
+        return None
+
+
 def test_a_lost_workers_task_processes_are_ended_and_its_tasks_run_again(tmp_path, small_scenario):
     s = small_scenario(compute_s=20.0)  # a task outlives the wait below unless it is ended
     out = tmp_path / "run"
@@ -133,7 +141,7 @@ def test_a_lost_workers_task_processes_are_ended_and_its_tasks_run_again(tmp_pat
             for record in manifest.processes:
                 if record.role.startswith("worker ") and record.is_alive():
                     children = psutil.Process(record.pid).children(recursive=True)
-                    if children:
+                    if any(_parent(child) not in (None, record.pid) for child in children):  # its launcher's: tasks
                         victim, orphans = record.pid, children
                         break
         time.sleep(0.2)

@@ -1,0 +1,102 @@
+"""The task launcher: task processes forked from a process that has the task code imported, with the streams,
+cgroup and exit codes a task started on its own would have."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import psutil
+import pytest
+
+from hybridbed.workers.launcher import LaunchError, TaskLauncher
+
+
+@pytest.fixture
+def launcher():
+    launcher = TaskLauncher()
+    yield launcher
+    launcher.close()
+
+
+def map_task(tmp_path: Path) -> dict:
+    """A map of a 1000-byte local block writing one 500-byte partition, unpaced, computing 0.1 s by waiting."""
+    (tmp_path / "blocks").mkdir()
+    (tmp_path / "blocks" / "b0").write_bytes(b"x" * 1000)
+    return {
+        "task_id": "j-m0",
+        "attempt": 0,
+        "kind": "map",
+        "cores": 1.0,
+        "compute_s": 0.1,
+        "compute_mode": "sleep",
+        "data_dir": str(tmp_path),
+        "input": {"path": "blocks/b0", "sources": []},
+        "partitions": [["j-r0", 500]],
+        "output_bytes": 0,
+        "output_dir": "out/j-m0",
+        "disk_read_bps": None,
+        "disk_write_bps": None,
+        "rate_bps": None,
+    }
+
+
+def test_a_forked_task_runs_in_the_cgroup_it_was_given_and_reports_as_it_would_alone(launcher, tmp_path):
+    procs = tmp_path / "cgroup.procs"  # a plain file stands in for the cgroup's: the child writes its pid
+    procs.touch()
+    task = launcher.start([procs])
+    assert psutil.Process(task.pid).ppid() == launcher.pid  # forked there, not started from here
+    task.stdin.write(json.dumps(map_task(tmp_path)) + "\n")
+    task.stdin.flush()
+    records = []
+    for line in task.stdout:
+        record = json.loads(line)
+        records.append(record)
+        if record["event"] == "using" and record["active"]:  # the agent's answer: unpaced
+            task.stdin.write(json.dumps({"given": {record["resource"]: None}}) + "\n")
+            task.stdin.flush()
+    assert task.wait() == 0
+    assert procs.read_text() == str(task.pid)
+    done = records[-1]
+    assert done == {"event": "done", "read_local_bytes": 1000, "read_remote_bytes": 0, "written_bytes": 500}
+    assert (tmp_path / "out" / "j-m0" / "j-r0").stat().st_size == 500
+
+
+def test_a_failing_task_gives_its_exit_code_and_its_error_on_stderr(launcher):
+    task = launcher.start([])
+    task.stdin.write("not a task\n")
+    task.stdin.flush()
+    assert task.wait() == 1
+    assert "JSONDecodeError" in task.stderr.read()
+
+
+def test_a_killed_task_reports_the_signal_and_the_launcher_goes_on(launcher):
+    task = launcher.start([])  # it waits for its description on stdin
+    task.kill()
+    assert task.wait() == -signal.SIGKILL
+    task.kill()  # already gone: nothing to do
+    again = launcher.start([])
+    again.stdin.write("\n")
+    again.stdin.flush()
+    assert again.wait() == 1
+
+
+def test_tasks_started_together_are_told_apart_by_their_exit_codes(launcher):
+    tasks = [launcher.start([]) for _ in range(20)]
+    for task in tasks[:10]:
+        task.kill()
+    for task in tasks[10:]:
+        task.stdin.write("\n")
+        task.stdin.flush()
+    assert [task.wait() for task in tasks] == [-signal.SIGKILL] * 10 + [1] * 10
+    assert len({task.pid for task in tasks}) == 20
+
+
+def test_the_launcher_ends_when_its_agent_closes_and_then_refuses_to_start_tasks():
+    launcher = TaskLauncher()
+    server = psutil.Process(launcher.pid)
+    launcher.close()
+    assert not server.is_running() or server.status() == psutil.STATUS_ZOMBIE
+    with pytest.raises(LaunchError):
+        launcher.start([])
