@@ -2,8 +2,9 @@
 
 A task started as `python -m hybridbed.workers.task` spends some 65 ms of CPU starting the interpreter and
 importing, before it does anything the model times. On a 2-core machine a wave of launches queues for that
-CPU: 56 processes started at once were ready after 1.17 s at the median, 1.55 s for the last, and an emulated
-map took up to 2.2 s longer than the same map simulated (docs/reproductions.md, DAGPS). Each agent therefore
+CPU: 56 processes started at once took 1.9 s at the median to start and end (forked: 0.21 s;
+`bench/task_start.py`), and an emulated map took up to 2.2 s longer than the same map simulated
+(docs/reproductions.md, DAGPS). Each agent therefore
 starts one launcher (`python -m hybridbed.workers.launcher FD`) that imports the task code once and forks a
 child per task: the child joins the task's cgroup, takes the three stream ends it was sent as its stdin,
 stdout and stderr, and runs `task.main`. The launcher reports each child's pid when it is forked and its exit
@@ -180,10 +181,7 @@ def serve(control: socket.socket) -> None:
                 request = json.loads(line)
                 pid = os.fork()
                 if pid == 0:
-                    selector.close()
-                    for fd in (control.detach(), wakeup_r, wakeup_w):  # the agent's EOF is the launcher's alone
-                        os.close(fd)
-                    _become_task(request["cgroup_procs"], fds)
+                    _become_task(request["cgroup_procs"], fds, selector, control, (wakeup_r, wakeup_w))
                 for fd in fds:
                     os.close(fd)
                 send({"started": pid})
@@ -199,13 +197,23 @@ def serve(control: socket.socket) -> None:
                 send({"exited": pid, "code": os.waitstatus_to_exitcode(status)})
 
 
-def _become_task(cgroup_procs: list[str], fds: list[int]) -> None:
-    """In the forked child: join the task's cgroup, take the sent streams as stdin, stdout and stderr, run the
-    task and exit with its code; never returns."""
+def _become_task(
+    cgroup_procs: list[str],
+    fds: list[int],
+    selector: selectors.BaseSelector,
+    control: socket.socket,
+    wakeup: tuple[int, int],
+) -> None:
+    """In the forked child: let go of the launcher's selector, control socket (the agent's EOF is the
+    launcher's alone) and signal wakeup, join the task's cgroup, take the sent streams as stdin, stdout and
+    stderr, run the task and exit with its code; never returns."""
     code = 1
     try:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        selector.close()
+        for fd in (control.detach(), *wakeup):
+            os.close(fd)
         for procs in cgroup_procs:
             Path(procs).write_text(str(os.getpid()))
         high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 3) for fd in fds]  # none of them on 0-2 while those are set
