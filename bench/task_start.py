@@ -2,7 +2,8 @@
 (`python -m hybridbed.workers.task`, as the worker agent once did) against forked by the task launcher
 (`hybridbed/workers/launcher.py`, as it does now). Every process is sent an empty description at once and
 fails on it, so a process's time is its start-up and the same few milliseconds of failing; the table gives,
-per wave size, the median and last process's end after the wave began, and the ratio of the two ways.
+per wave size, when the processes were seen ended (waited for in the order they started: the median and the
+last, seconds after the wave began), and the ratio of the two ways.
 An emulated map loses this time against the simulator (docs/reproductions.md, DAGPS). No root needed:
     .venv/bin/python bench/task_start.py [--waves 1,8,28,56] [--repeats 3]
 """
@@ -33,7 +34,8 @@ def fresh() -> subprocess.Popen:
 
 
 def wave(start: Callable[[], subprocess.Popen | TaskProcess], size: int) -> tuple[float, float]:
-    """Start `size` processes at once; the median and the last one's end, seconds after the first start."""
+    """Start `size` processes at once; when they were seen ended (the median and the last), seconds after the
+    first start."""
     began = time.monotonic()
     procs = [start() for _ in range(size)]
     ends = []
