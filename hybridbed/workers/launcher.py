@@ -4,11 +4,11 @@ A task started as `python -m hybridbed.workers.task` spends some 65 ms of CPU st
 importing, before it does anything the model times. On a 2-core machine a wave of launches queues for that
 CPU: 56 processes started at once took 1.9 s at the median to start and end (forked: 0.21 s;
 `bench/task_start.py`), and an emulated map took up to 2.2 s longer than the same map simulated
-(docs/reproductions.md, DAGPS). Each agent therefore
-starts one launcher (`python -m hybridbed.workers.launcher FD`) that imports the task code once and forks a
-child per task: the child joins the task's cgroup, takes the three stream ends it was sent as its stdin,
-stdout and stderr, and runs `task.main`. The launcher reports each child's pid when it is forked and its exit
-code when it ends. It exits when its agent closes the control socket; children it forked run on.
+(docs/reproductions.md, DAGPS). Each agent therefore starts one launcher (`python -m
+hybridbed.workers.launcher FD`) that imports the task code once and forks a child per task: the child joins
+the task's cgroup, takes the three stream ends it was sent as its stdin, stdout and stderr, and runs
+`task.main`. The launcher reports each child's pid when it is forked and its exit code when it ends. It exits
+when its agent closes the control socket; children it forked run on.
 
 The control socket carries JSON lines: to the launcher `{"cgroup_procs": [...]}` with three file
 descriptors (SCM_RIGHTS); from it `{"ready": pid}` once, then `{"started": pid}` per request and
@@ -27,6 +27,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -127,7 +128,7 @@ class TaskLauncher:
             self._process.kill()
             self._process.wait()
 
-    def _wait_for(self, ready, what: str) -> None:
+    def _wait_for(self, ready: Callable[[], object], what: str) -> None:
         with self._changed:
             if not self._changed.wait_for(ready, timeout=READY_TIMEOUT_S):
                 raise LaunchError(f"the task launcher took over {READY_TIMEOUT_S:g} s {what}")
