@@ -335,7 +335,7 @@ class WorkerAgent:
             elif record["event"] == "done":
                 done = record
         code = running.proc.wait()
-        error = running.proc.stderr.read()[-2000:]
+        error = running.proc.error()
         with self.lock:
             self.tasks.pop(running.key, None)
         self._share_host(running)

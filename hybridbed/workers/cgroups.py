@@ -22,6 +22,12 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_GROUP = "hybridbed"  # every cgroup hybridbed creates is below <hierarchy>/hybridbed
 
 
+def join_cgroup(procs_files: list[Path], pid: int) -> None:
+    """Move a process into a cgroup: its pid written to the cgroup's `cgroup.procs` in every hierarchy."""
+    for procs in procs_files:
+        procs.write_text(str(pid))
+
+
 class CgroupTree:
     """A cgroup directory, with the cgroups below it: a run's (all its processes) or one task's."""
 
@@ -192,8 +198,7 @@ class TaskCgroup:
 
     def join_self(self) -> None:
         """For a subprocess preexec_fn: the task joins its cgroup before it executes anything."""
-        for procs in self.procs_files:
-            procs.write_text(str(os.getpid()))
+        join_cgroup(self.procs_files, os.getpid())
 
     def pids(self) -> list[int]:
         return CgroupTree(self.paths[0]).pids()  # every hierarchy holds the same processes

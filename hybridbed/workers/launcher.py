@@ -31,7 +31,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from hybridbed.workers.cgroups import join_cgroup
+
 READY_TIMEOUT_S = 30.0  # the launcher imports the task code before it answers; far above its 0.1 s
+ERROR_TAIL_CHARS = 2000  # of a task's stderr, what a failed task's report carries
 
 
 class LaunchError(RuntimeError):
@@ -39,12 +42,27 @@ class LaunchError(RuntimeError):
 
 
 class TaskProcess:
-    """One task process the launcher forked: its streams, as Popen's with text=True, and its end."""
+    """One task process the launcher forked: its stdin and stdout, as Popen's with text=True, and its end.
+    Its stderr is read as it comes (a task that wrote more than a pipe holds, 64 KB, before its stdout
+    ended would otherwise block), keeping the last ERROR_TAIL_CHARS."""
 
     def __init__(self, pid: int, stdin: IO[str], stdout: IO[str], stderr: IO[str], launcher: TaskLauncher):
         self.pid = pid
-        self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
+        self.stdin, self.stdout = stdin, stdout
         self._launcher = launcher
+        self._error = ""
+        self._error_reader = threading.Thread(target=self._read_error, args=(stderr,), daemon=True)
+        self._error_reader.start()
+
+    def error(self) -> str:
+        """The end of what it wrote to stderr, once it (and whatever holds its stderr) has ended."""
+        self._error_reader.join()
+        return self._error
+
+    def _read_error(self, stderr: IO[str]) -> None:
+        with stderr:
+            while chunk := stderr.read(4096):
+                self._error = (self._error + chunk)[-ERROR_TAIL_CHARS:]
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -170,16 +188,13 @@ def serve(control: socket.socket) -> None:
         reply.flush()
 
     send({"ready": os.getpid()})
-    pending = b""
     while True:
         for key, _ in selector.select():
             if key.fileobj is control:
                 data, fds, _flags, _addr = socket.recv_fds(control, 4096, 3)
                 if not data:
                     return
-                pending += data
-                line, _, pending = pending.partition(b"\n")
-                request = json.loads(line)
+                request = json.loads(data)  # whole: the agent sends one at a time, each in one send
                 pid = os.fork()
                 if pid == 0:
                     _become_task(request["cgroup_procs"], fds, selector, control, (wakeup_r, wakeup_w))
@@ -215,8 +230,7 @@ def _become_task(
         selector.close()
         for fd in (control.detach(), *wakeup):
             os.close(fd)
-        for procs in cgroup_procs:
-            Path(procs).write_text(str(os.getpid()))
+        join_cgroup([Path(procs) for procs in cgroup_procs], os.getpid())
         high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 3) for fd in fds]  # none of them on 0-2 while those are set
         for fd in fds:
             os.close(fd)

@@ -4,13 +4,15 @@ cgroup and exit codes a task started on its own would have."""
 from __future__ import annotations
 
 import json
+import os
 import signal
+import threading
 from pathlib import Path
 
 import psutil
 import pytest
 
-from hybridbed.workers.launcher import LaunchError, TaskLauncher
+from hybridbed.workers.launcher import ERROR_TAIL_CHARS, LaunchError, TaskLauncher, TaskProcess
 
 
 @pytest.fixture
@@ -68,7 +70,33 @@ def test_a_failing_task_gives_its_exit_code_and_its_error_on_stderr(launcher):
     task.stdin.write("not a task\n")
     task.stdin.flush()
     assert task.wait() == 1
-    assert "JSONDecodeError" in task.stderr.read()
+    assert "JSONDecodeError" in task.error()
+
+
+def test_a_task_writing_more_to_stderr_than_a_pipe_holds_is_not_blocked_and_its_tail_is_kept(launcher):
+    pipes = [os.pipe() for _ in range(3)]
+    task = TaskProcess(
+        0,
+        os.fdopen(pipes[0][1], "w"),
+        os.fdopen(pipes[1][0], "r"),
+        os.fdopen(pipes[2][0], "r"),
+        launcher,
+    )
+    written = "".join(f"line {i}\n" for i in range(40_000))  # about 350 KB, over a pipe's 64 KB
+
+    def the_task() -> None:  # what a task does: its stderr first, then its last record on stdout
+        with os.fdopen(pipes[2][1], "w") as stderr, os.fdopen(pipes[1][1], "w") as stdout:
+            stderr.write(written)
+            stdout.write("done\n")
+
+    writer = threading.Thread(target=the_task, daemon=True)
+    writer.start()
+    writer.join(timeout=10)
+    assert not writer.is_alive(), "the task blocked on a full stderr pipe"
+    assert task.stdout.read() == "done\n"
+    assert task.error() == written[-ERROR_TAIL_CHARS:]
+    task.stdin.close()
+    os.close(pipes[0][0])
 
 
 def test_a_killed_task_reports_the_signal_and_the_launcher_goes_on(launcher):
