@@ -14,7 +14,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 apt_packages=(mininet openvswitch-switch cgroup-tools ethtool iputils-ping iproute2 procps python3-venv python3-dev
-  openssh-client openssh-server socat)
+  openssh-client openssh-server socat tcpdump)
 missing=()
 for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

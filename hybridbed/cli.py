@@ -254,10 +254,12 @@ class NeedsRoot(RuntimeError):
 
 
 def _load_for_backend(args: argparse.Namespace, overrides: dict | None = None):
-    """The scenario with --backend applied; emulation needs root, simulation does not."""
+    """The scenario with --backend and --capture-packets applied; emulation needs root, simulation does not."""
     from hybridbed.experiments.scenarios import load_scenario
 
     overrides = {**(overrides or {}), **({"backend": args.backend} if args.backend else {})}
+    if args.capture_packets:
+        overrides["capture_packets"] = True
     scenario = load_scenario(Path(args.scenario), overrides)
     if scenario.backend == "emulation" and os.geteuid() != 0:
         raise NeedsRoot
@@ -557,6 +559,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--policy", help="override the scenario's scheduler.policy")
     run.add_argument("--out", help="results directory (default results/<scenario>-<policy>-<time>)")
     run.add_argument("--backend", choices=["emulation", "simulation"], help="override the scenario's backend")
+    run.add_argument(
+        "--capture-packets",
+        action="store_true",
+        help="emulation: every host's TCP headers into pcap/<host>.pcap, and the retransmission-timer stalls in "
+        "the summary",
+    )
     run.set_defaults(func=cmd_run)
 
     compare = sub.add_parser("compare", help="run a scenario under several policies and compare them")
@@ -571,6 +579,12 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--backend", choices=["emulation", "simulation"], help="override the scenario's backend")
     compare.add_argument(
         "--workers", type=int, help="simulated setups at once (default: one per CPU; emulated setups run one at a time)"
+    )
+    compare.add_argument(
+        "--capture-packets",
+        action="store_true",
+        help="emulation: every host's TCP headers into pcap/<host>.pcap, and the retransmission-timer stalls in "
+        "the summary",
     )
     compare.set_defaults(func=cmd_compare)
 

@@ -258,6 +258,12 @@ class Scenario(_Strict):
         description="emulation: further servers to spread the racks over, over ssh (docs/multi-server.md); "
         "default: this machine alone. The simulation backend ignores it",
     )
+    capture_packets: bool = Field(
+        default=False,
+        description="emulation: capture every host's TCP headers (tcpdump) into the run's pcap/<host>.pcap and "
+        "report the retransmission-timer stalls they show (summary.json's fidelity.tcp_timer_stalls); "
+        "single-server runs. The simulation backend ignores it",
+    )
 
     @model_validator(mode="after")
     def _emulable(self) -> Scenario:
@@ -276,6 +282,10 @@ class Scenario(_Strict):
     def _racks_fit_the_servers(self) -> Scenario:
         if self.servers:
             place_racks(self.fabric.racks, self.servers)  # raises SpecError, a ValueError, naming the field
+            if self.capture_packets and self.backend == "emulation":
+                raise ValueError(
+                    "capture_packets: only on a single-server run (the further servers' hosts would capture there)"
+                )
         return self
 
     @model_validator(mode="after")

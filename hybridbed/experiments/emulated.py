@@ -32,6 +32,8 @@ from hybridbed.results.path_accounting import annotate_flows, uplink_bytes
 from hybridbed.results.progress import Progress, read_progress
 from hybridbed.results.records import LinkCounter, LinkCounterLog
 from hybridbed.results.summary import add_flow_totals, add_uplink_totals, mark_status, summarize, update_summary
+from hybridbed.results.tcp_stalls import run_stalls
+from hybridbed.testbed.capture import CAPTURE_DIR, CaptureError, capture_missing, start_captures
 from hybridbed.testbed.fidelity_monitor import FabricMonitor
 from hybridbed.testbed.interrupts import deferred_interrupts, stops_as_interrupts
 from hybridbed.testbed.network import HybridNetwork, NetworkStartError
@@ -46,6 +48,8 @@ STOP_GRACE_S = 10.0  # a process's time to exit on SIGTERM (the scheduler writes
 
 def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progress], None] | None = None) -> dict:
     """Run the scenario's workload under its policy; returns summary.json's content. Raises RunFailed."""
+    if scenario.capture_packets and (missing := capture_missing()):
+        raise RunFailed(missing)
     begin_run_dir(scenario, out_dir)
     net = HybridNetwork(scenario.fabric, scenario.scaled_ocs(), servers=scenario.servers)
     try:
@@ -53,6 +57,7 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
     except (NetworkStartError, ServersNotReady) as err:
         raise RunFailed(str(err)) from err
     processes: list[subprocess.Popen] = []
+    captures: list[subprocess.Popen] = []
     status = "failed"
     t0 = time.time()
     servers = range(len(scenario.servers) + 1)
@@ -62,6 +67,11 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
     monitor = FabricMonitor(scenario.fabric, out_dir / "fidelity.csv", host_pids, net.remotes)
     try:
         with stops_as_interrupts():
+            if scenario.capture_packets:
+                try:
+                    start_captures(net, out_dir, captures)
+                except CaptureError as err:
+                    raise RunFailed(str(err)) from err
             task_cgroups = [net.task_cgroups_on(k) for k in servers]
             socket_path = _write_cluster(net, out_dir, task_cgroups[0])
             scheduler = _start_scheduler(net, out_dir, processes)
@@ -79,6 +89,7 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
             try:
                 _stop(processes[:1], STOP_GRACE_S)  # the scheduler first: on SIGTERM it still writes its summary
                 _stop(processes[1:], STOP_GRACE_S)
+                _stop(captures, STOP_GRACE_S)  # last: they see the run's last packets
                 events = _write_ocs_events(net, out_dir, _workload_start(out_dir) or t0)
                 if not (out_dir / "summary.json").exists() and (out_dir / "jobs.csv").exists():
                     summarize(out_dir, len(build_workload(scenario)), status)  # the scheduler died before its own
@@ -299,6 +310,9 @@ def _add_fidelity(out_dir: Path, monitor: FabricMonitor) -> None:
         return
     events = pd.read_csv(out_dir / "ocs_events.csv")
     fidelity = fidelity_summary(pd.read_csv(samples_path), events, monitor.cpu_share_of_a_core, monitor.tcp)
+    if (capture_dir := out_dir / CAPTURE_DIR).is_dir():
+        hosts = json.loads((out_dir / "cluster.json").read_text())["hosts"]
+        fidelity["tcp_timer_stalls"] = run_stalls(capture_dir, {h["name"]: h["ip"] for h in hosts}).summary()
     update_summary(out_dir, {"fidelity": fidelity})
 
 

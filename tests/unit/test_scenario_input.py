@@ -17,6 +17,7 @@ from hybridbed.config.servers import ServerSpec
 from hybridbed.config.validation import SpecError
 from hybridbed.experiments.feasibility import MEMORY_SHARE, RUN_FIXED_MB, emulation_memory_mb, emulation_problems
 from hybridbed.experiments.scenarios import load_scenario
+from hybridbed.testbed.capture import capture_missing
 from hybridbed.workloads.build import build_workload
 
 REPO = Path(__file__).resolve().parents[2]
@@ -194,3 +195,15 @@ def test_a_fabric_spread_over_servers_is_weighed_by_the_hosts_on_this_machine():
     alone = load_scenario(QUICKSTART)  # 4 racks: 2 stay here when one further server takes the others
     spread = alone.model_copy(update={"servers": [ServerSpec(host="192.0.2.2")]})
     assert emulation_memory_mb(spread) - RUN_FIXED_MB == pytest.approx((emulation_memory_mb(alone) - RUN_FIXED_MB) / 2)
+
+
+def test_packet_capture_over_several_servers_is_refused_by_field_name_but_not_in_a_simulation():
+    spread = {"capture_packets": True, "servers": [{"host": "192.0.2.2"}]}
+    with pytest.raises(SpecError, match="capture_packets: only on a single-server run"):
+        load_scenario(QUICKSTART, spread)
+    assert load_scenario(QUICKSTART, {**spread, "backend": "simulation"}).capture_packets
+
+
+def test_a_capture_without_tcpdump_names_the_field(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing to run here
+    assert "capture_packets: tcpdump is not installed" in (capture_missing() or "")

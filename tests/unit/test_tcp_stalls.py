@@ -1,0 +1,79 @@
+"""Timer-driven retransmissions read off a host's packet capture (results/tcp_stalls.py), on captures written
+here packet by packet, cut to the headers as the run's captures are."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import dpkt
+import pytest
+
+from hybridbed.results.tcp_stalls import SEQ_SPACE, TCP_RTO_MIN_S, host_stalls, run_stalls
+from hybridbed.testbed.capture import SNAPLEN_BYTES
+
+SERVER, CLIENT = "10.0.0.1", "10.0.1.1"
+MSS = 1448
+
+
+def frame(src: str, dst: str, sport: int, dport: int, seq: int, payload: int, ack: int = 0) -> bytes:
+    tcp = dpkt.tcp.TCP(
+        sport=sport, dport=dport, seq=seq % SEQ_SPACE, ack=ack % SEQ_SPACE, flags=dpkt.tcp.TH_ACK, data=b"x" * payload
+    )
+    ip = dpkt.ip.IP(src=socket.inet_aton(src), dst=socket.inet_aton(dst), p=dpkt.ip.IP_PROTO_TCP, data=tcp)
+    ip.len = len(ip)
+    return bytes(dpkt.ethernet.Ethernet(src=b"\x02" * 6, dst=b"\x04" * 6, data=ip))
+
+
+def write_capture(path: Path, packets: list[tuple[float, bytes]]) -> None:
+    with path.open("wb") as f:
+        writer = dpkt.pcap.Writer(f, snaplen=SNAPLEN_BYTES)
+        for t, packet in packets:
+            writer.writepkt(packet[:SNAPLEN_BYTES], ts=t)
+
+
+def fetch(first_seq: int, sport: int = 40000) -> list[tuple[float, bytes]]:
+    """A client's request, three segments back, a duplicate ACK answered at once by a fast retransmission of the
+    second, then 1.2 s of silence and the third again (its timer)."""
+    served = (SERVER, CLIENT, 7070, sport)
+    return [
+        (0.000, frame(CLIENT, SERVER, sport, 7070, 5000, 60)),  # the request line
+        (0.010, frame(*served, first_seq, MSS)),
+        (0.011, frame(*served, first_seq + MSS, MSS)),
+        (0.012, frame(*served, first_seq + 2 * MSS, MSS)),
+        (0.050, frame(CLIENT, SERVER, sport, 7070, 5060, 0, ack=first_seq + MSS)),
+        (0.0502, frame(*served, first_seq + MSS, MSS)),  # fast retransmission: triggered by the ACK
+        (1.2502, frame(*served, first_seq + 2 * MSS, MSS)),  # its timer: nothing came for 1.2 s
+        (1.300, frame(CLIENT, SERVER, sport, 7070, 5060, 0, ack=first_seq + 3 * MSS)),
+    ]
+
+
+@pytest.mark.parametrize("first_seq", [1000, SEQ_SPACE - MSS - 10])  # the second wraps the sequence space
+def test_only_the_retransmission_after_a_silence_is_timer_driven(tmp_path, first_seq):
+    write_capture(tmp_path / "h.pcap", fetch(first_seq))
+    stalls = host_stalls(tmp_path / "h.pcap", SERVER)
+    assert stalls.connections == 1
+    assert stalls.silences_s == pytest.approx([1.2])
+    assert stalls.connection_s == pytest.approx(1.3)
+    summary = stalls.summary()
+    assert summary["timer_retransmissions"] == 1 and summary["timer_silence_share"] == pytest.approx(1.2 / 1.3, 1e-3)
+
+
+def test_a_connection_counts_at_the_host_that_sent_its_data_not_the_one_that_asked(tmp_path):
+    write_capture(tmp_path / "h.pcap", fetch(1000))
+    assert host_stalls(tmp_path / "h.pcap", CLIENT).connections == 0
+
+
+def test_a_silence_shorter_than_the_shortest_timeout_is_not_counted(tmp_path):
+    packets = fetch(1000)
+    _, last = packets[-2]
+    packets[-2] = (0.0502 + TCP_RTO_MIN_S / 2, last)  # a retransmission after 0.1 s: no RTO fires that soon
+    write_capture(tmp_path / "h.pcap", packets)
+    assert host_stalls(tmp_path / "h.pcap", SERVER).silences_s == []
+
+
+def test_a_run_sums_its_hosts(tmp_path):
+    write_capture(tmp_path / "a.pcap", fetch(1000))
+    write_capture(tmp_path / "b.pcap", fetch(1000, sport=40001) + [(2.0, frame(SERVER, CLIENT, 7070, 1, 0, MSS))])
+    stalls = run_stalls(tmp_path, {"a": SERVER, "b": SERVER})
+    assert stalls.connections == 3 and stalls.silences_s == pytest.approx([1.2, 1.2])
