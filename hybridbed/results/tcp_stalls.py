@@ -65,6 +65,7 @@ def host_stalls(pcap: Path, host_ip: str) -> TimerStalls:
     request line), from its own capture."""
     address = socket.inet_aton(host_ip)
     connections: dict[tuple, _Connection] = {}
+    ended: list[_Connection] = []  # those whose ports a later connection took again
     with pcap.open("rb") as f:
         for t, frame in dpkt.pcap.Reader(f):
             ip = dpkt.ethernet.Ethernet(frame).data
@@ -74,6 +75,9 @@ def host_stalls(pcap: Path, host_ip: str) -> TimerStalls:
             outgoing = ip.src == address
             key = (ip.src, tcp.sport, ip.dst, tcp.dport) if outgoing else (ip.dst, tcp.dport, ip.src, tcp.sport)
             conn = connections.get(key)
+            if conn is not None and tcp.flags & dpkt.tcp.TH_SYN and conn.sent_end is not None:
+                ended.append(conn)  # a new connection on the same ports: its sequence starts afresh
+                conn = None
             if conn is None:
                 conn = connections[key] = _Connection(first_s=t, last_s=t)
             payload = ip.len - 4 * ip.hl - 4 * tcp.off  # the capture keeps headers only: lengths from the headers
@@ -82,7 +86,7 @@ def host_stalls(pcap: Path, host_ip: str) -> TimerStalls:
             if not outgoing:
                 conn.bytes_in += max(payload, 0)
             conn.last_s = t
-    sending = [c for c in connections.values() if c.sent_end is not None and c.sent_end > c.bytes_in]
+    sending = [c for c in [*ended, *connections.values()] if c.sent_end is not None and c.sent_end > c.bytes_in]
     return TimerStalls(
         connections=len(sending),
         connection_s=sum(c.last_s - c.first_s for c in sending),

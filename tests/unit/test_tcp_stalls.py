@@ -16,9 +16,11 @@ SERVER, CLIENT = "10.0.0.1", "10.0.1.1"
 MSS = 1448
 
 
-def frame(src: str, dst: str, sport: int, dport: int, seq: int, payload: int, ack: int = 0) -> bytes:
+def frame(
+    src: str, dst: str, sport: int, dport: int, seq: int, payload: int, ack: int = 0, flags: int = dpkt.tcp.TH_ACK
+) -> bytes:
     tcp = dpkt.tcp.TCP(
-        sport=sport, dport=dport, seq=seq % SEQ_SPACE, ack=ack % SEQ_SPACE, flags=dpkt.tcp.TH_ACK, data=b"x" * payload
+        sport=sport, dport=dport, seq=seq % SEQ_SPACE, ack=ack % SEQ_SPACE, flags=flags, data=b"x" * payload
     )
     ip = dpkt.ip.IP(src=socket.inet_aton(src), dst=socket.inet_aton(dst), p=dpkt.ip.IP_PROTO_TCP, data=tcp)
     ip.len = len(ip)
@@ -77,3 +79,11 @@ def test_a_run_sums_its_hosts(tmp_path):
     write_capture(tmp_path / "b.pcap", fetch(1000, sport=40001) + [(2.0, frame(SERVER, CLIENT, 7070, 1, 0, MSS))])
     stalls = run_stalls(tmp_path, {"a": SERVER, "b": SERVER})
     assert stalls.connections == 3 and stalls.silences_s == pytest.approx([1.2, 1.2])
+
+
+def test_ports_taken_again_by_a_new_connection_start_its_sequence_afresh(tmp_path):
+    again = [(2.0 + t, packet) for t, packet in fetch(1000 + MSS)]  # the same ports, inside the last sequence
+    syn = frame(CLIENT, SERVER, 40000, 7070, 4999, 0, flags=dpkt.tcp.TH_SYN)
+    write_capture(tmp_path / "h.pcap", [*fetch(1000), (1.99, syn), *again])
+    stalls = host_stalls(tmp_path / "h.pcap", SERVER)
+    assert stalls.connections == 2 and stalls.silences_s == pytest.approx([1.2, 1.2])
