@@ -65,6 +65,7 @@ COLUMNS = [
     "jobs_done",
     "fidelity",
     "fidelity_reasons",
+    "tcp_timer_silence_share",
 ]
 
 
@@ -91,9 +92,15 @@ def _progress_of(setup: str, on_progress: OnProgress | None) -> Callable[[Progre
 
 def result_row(setup: str, summary: dict) -> dict:
     """A run's row of a comparison: its setup and summary.json's measures, the fidelity verdict flattened to its
-    verdict and reasons (the relative columns are added over the whole table by `add_relative_columns`)."""
+    verdict and reasons, and a captured run's share of connection time spent waiting for TCP's retransmission
+    timer (the relative columns are added over the whole table by `add_relative_columns`)."""
     fidelity = summary.get("fidelity") or {}
-    flat = {**summary, "fidelity": fidelity.get("verdict"), "fidelity_reasons": "; ".join(fidelity.get("reasons", []))}
+    flat = {
+        **summary,
+        "fidelity": fidelity.get("verdict"),
+        "fidelity_reasons": "; ".join(fidelity.get("reasons", [])),
+        "tcp_timer_silence_share": (fidelity.get("tcp_timer_stalls") or {}).get("timer_silence_share"),
+    }
     return {"setup": setup, **{k: flat.get(k) for k in COLUMNS[1:] if k not in RELATIVE}}
 
 

@@ -46,6 +46,7 @@ MEASURES = [
     Measure("deadline_throughput_per_min", "deadlines met / min", "share"),
     Measure("cores_allocated_mean", "share of cores allocated", "share"),
     Measure("jobs_done", "jobs done", "count"),
+    Measure("tcp_timer_silence_share", "TCP timer silence share", "share"),
 ]
 # What the table's terms mean, each told only where a row label has the term.
 LEGEND = (
@@ -59,6 +60,11 @@ LEGEND = (
         "fetch read timeouts: connections held back so long that they broke at Hadoop's shuffle read timeout.",
     ),
     ("order violations", "order violations: DAG stages started before their parents were done."),
+    (
+        "TCP timer silence",
+        "TCP timer silence: of the connections' time, the share spent waiting for a retransmission timer "
+        "(--capture-packets; docs/network.md).",
+    ),
     (
         "fidelity verdict",
         "fidelity verdict: whether the emulation carried the network as configured (ok, warn, invalid: not a "

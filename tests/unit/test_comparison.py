@@ -12,7 +12,7 @@ from rich.console import Console
 
 from hybridbed.cli import _print_comparison
 from hybridbed.config.validation import SpecError
-from hybridbed.experiments.comparison import COLUMNS, default_setups, setup_scenario
+from hybridbed.experiments.comparison import COLUMNS, default_setups, result_row, setup_scenario
 from hybridbed.experiments.scenarios import load_scenario
 from hybridbed.results.comparison_table import comparison_json, comparison_table, legend, write_comparison_table
 from hybridbed.results.plots import plot_comparison
@@ -212,3 +212,15 @@ def test_the_json_comparison_is_strict_json_with_null_for_what_a_setup_lacks():
     assert list(rows) == ["fair", "corral", "jobpacker", "f-eps"]
     assert rows["f-eps"]["makespan_s"] is None and rows["f-eps"]["status"].startswith("failed")
     assert rows["jobpacker"]["makespan_s"] == 35.0 and rows["fair"]["preemptions"] == 0  # numbers stay numbers
+
+
+def test_a_captured_run_brings_its_timer_silence_into_the_comparison_and_its_legend():
+    stalls = {"connections": 12, "timer_silence_share": 0.19}
+    captured = result_row("fair", {"status": "done", "fidelity": {"verdict": "ok", "tcp_timer_stalls": stalls}})
+    plain = result_row("corral", {"status": "done", "fidelity": {"verdict": "ok"}})
+    assert captured["tcp_timer_silence_share"] == 0.19 and plain["tcp_timer_silence_share"] is None
+    table = pd.DataFrame([captured, plain], columns=COLUMNS)
+    view = comparison_table(table, baseline="fair")
+    assert view.loc["TCP timer silence share"].tolist() == ["0.19", "-"]
+    assert "waiting for a retransmission timer" in legend(view, "fair")
+    assert "TCP timer silence" not in legend(comparison_table(wide_table(), baseline="fair"), "fair")
