@@ -1,11 +1,15 @@
 """Simulation against emulation: one scenario on both backends, the makespan of every setup side by side, and
 where the emulated run's time went against the simulated one's (each job's phases, the tasks' and fetches'
-own times, circuit time, how busy the containers were while work waited).
+own times, circuit time, how busy the containers were while work waited). Where the emulated runs captured
+their packets (`--capture-packets` given to this script or to the comparison), also how much longer each
+reducer's shuffle took than simulated, apart for the reducers whose connections waited for TCP's
+retransmission timer and those that did not.
 Target: simulated / emulated makespan within 15 % for every setup, and the same ordering of setups.
 
 Runs the emulation, so as root (about 5 minutes for the quickstart scenario, 45 for jobpacker-geni); both
 comparisons stay in --out. Given --emulated and --simulated comparison directories, it only reads them:
     .venv/bin/python bench/sim_vs_emu.py [scenario.yaml] [--policies fair,corral,jobpacker,f-eps] [--out DIR]
+                                         [--capture-packets]
     .venv/bin/python bench/sim_vs_emu.py --emulated DIR --simulated DIR
 """
 
@@ -21,18 +25,22 @@ from rich.table import Table
 
 from hybridbed.experiments.comparison import compare, default_setups
 from hybridbed.experiments.scenarios import load_scenario
-from hybridbed.results.load import load
+from hybridbed.results.load import RunResults, load
 from hybridbed.results.phases import last_job_phases, phase_measures
+from hybridbed.results.tcp_stalls import reducer_waits
+from hybridbed.results.timeline import with_fetched_s
+from hybridbed.testbed.capture import CAPTURE_DIR
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "scenarios" / "quickstart.yaml"
 TARGET = 0.15
 
 
-def run_both(scenario_path: Path, setups: list[str] | None, out: Path) -> tuple[Path, Path, list[str]]:
+def run_both(scenario_path: Path, setups: list[str] | None, out: Path, capture: bool) -> tuple[Path, Path, list[str]]:
     """Both backends' comparisons of the scenario, simulated first (a minute at most), into out/<backend>."""
     setups = setups or default_setups(load_scenario(scenario_path))
-    for backend in ("simulation", "emulation"):
-        compare(load_scenario(scenario_path, {"backend": backend}), setups, out / backend)
+    compare(load_scenario(scenario_path, {"backend": "simulation"}), setups, out / "simulation")
+    emulation = {"backend": "emulation", **({"capture_packets": True} if capture else {})}
+    compare(load_scenario(scenario_path, emulation), setups, out / "emulation")
     return out / "emulation", out / "simulation", setups
 
 
@@ -85,6 +93,48 @@ def phase_table(emulated: Path, simulated: Path, setups: list[str], console: Con
     return pd.concat(frames)
 
 
+def reducer_shuffle_s(run: RunResults) -> pd.Series:
+    """Each reducer's shuffle (its last attempt's start to its last fetch's end), by task_id."""
+    tasks = run.tasks.sort_values("attempt").drop_duplicates("task_id", keep="last")
+    reducers = with_fetched_s(tasks[tasks.kind != "map"], run.flows)
+    return (reducers.fetched_s - reducers.start_s).set_axis(reducers.task_id)
+
+
+def timer_wait_table(emulated: Path, simulated: Path, setups: list[str], console: Console) -> None:
+    """Per captured setup: how much longer the reducers' shuffles took than simulated, for those none of whose
+    connections waited for TCP's retransmission timer and for those with a wait."""
+    table = Table(
+        title="reducers' shuffle, emulated - simulated (excess), by whether a connection waited for TCP's timer",
+        caption="silence share: of all connections' time; waiting: while any connection of the reducer waited; "
+        "corr: of excess and waiting over the reducers; unpaired: reducers whose connections were not told apart",
+    )
+    columns = ("setup", "silence share", "no wait: n", "excess s", "a wait: n", "excess s", "waiting s", "corr")
+    for column in (*columns, "unpaired"):
+        table.add_column(column, justify="right")
+    for setup in setups:
+        if not (emulated / setup / CAPTURE_DIR).is_dir():
+            continue
+        emu, sim = load(emulated / setup), load(simulated / setup)
+        waits = reducer_waits(emulated / setup)
+        waits = waits[~waits.index.duplicated(keep="last")].droplevel("attempt")
+        side = pd.DataFrame({"excess": reducer_shuffle_s(emu) - reducer_shuffle_s(sim), "waiting": waits}).dropna()
+        none, some = side[side.waiting == 0], side[side.waiting > 0]
+        share = (emu.summary.get("fidelity") or {}).get("tcp_timer_stalls", {}).get("timer_silence_share")
+        table.add_row(
+            setup,
+            f"{share:.3f}" if share is not None else "-",
+            str(len(none)),
+            f"{none.excess.mean():.2f}",
+            str(len(some)),
+            f"{some.excess.mean():.2f}",
+            f"{some.waiting.mean():.2f}",
+            f"{side.excess.corr(side.waiting):.2f}",
+            str(int(waits.isna().sum())),
+        )
+    if table.row_count:
+        console.print(table)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("scenario", nargs="?", type=Path, default=QUICKSTART)
@@ -94,6 +144,9 @@ def main() -> None:
     )
     parser.add_argument("--emulated", type=Path, help="an emulated comparison's directory, read instead of run")
     parser.add_argument("--simulated", type=Path, help="the simulated comparison of the same scenario")
+    parser.add_argument(
+        "--capture-packets", action="store_true", help="capture the emulated runs' packets (when running both)"
+    )
     args = parser.parse_args()
     if (args.emulated is None) != (args.simulated is None):
         parser.error("--emulated and --simulated go together")
@@ -110,11 +163,13 @@ def main() -> None:
         out.mkdir(parents=True, exist_ok=True)
     else:
         out = args.out or Path("results") / f"{args.scenario.stem}-sim-vs-emu-{time.strftime('%Y%m%d-%H%M%S')}"
-        emulated, simulated, setups = run_both(args.scenario, args.policies.split(",") if args.policies else None, out)
+        setups_wanted = args.policies.split(",") if args.policies else None
+        emulated, simulated, setups = run_both(args.scenario, setups_wanted, out, args.capture_packets)
     console = Console()
     makespan_table(emulated, simulated, setups, console)
     phase_table(emulated, simulated, setups, console).to_csv(out / "sim_vs_emu_phases.csv")
     console.print(f"phases side by side: {out / 'sim_vs_emu_phases.csv'}")
+    timer_wait_table(emulated, simulated, setups, console)
 
 
 if __name__ == "__main__":

@@ -12,17 +12,20 @@ Read from the sending host's capture: a retransmission (a segment that starts be
 connection has sent) is timer-driven when its connection had been silent, nothing sent and nothing arrived,
 for at least TCP_RTO_MIN before it: no acknowledgement triggered it, and the application cannot. Its silence
 is the time the connection waited for its timer. (Tail loss probes on a shorter timer are left out; they
-wait less than that.)
+wait less than that.) Per reducer, `reducer_waits` gives the time during which any of its connections waited,
+which bench/sim_vs_emu.py sets against how much longer its shuffle took than simulated.
 """
 
 from __future__ import annotations
 
+import json
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import dpkt
 import numpy as np
+import pandas as pd
 
 # Linux's TCP_RTO_MIN (include/net/tcp.h): the shortest retransmission timeout.
 TCP_RTO_MIN_S = 0.2
@@ -36,7 +39,18 @@ class _Connection:
     sent_end: int | None = None  # the highest sequence sent, relative to the first segment's
     first_seq: int = 0
     bytes_in: int = 0  # payload that arrived (a fetch's request, where this host serves it)
-    silences: list[float] = field(default_factory=list)
+    waits: list[tuple[float, float]] = field(default_factory=list)  # (silent from, timer's retransmission)
+
+
+@dataclass(frozen=True)
+class ConnectionWaits:
+    """One data connection, read at its sender's capture: to whom, when (capture times, Unix seconds) and
+    the spells it waited for a timer."""
+
+    receiver_ip: str
+    first_s: float
+    last_s: float
+    waits: list[tuple[float, float]]
 
 
 @dataclass(frozen=True)
@@ -46,6 +60,14 @@ class TimerStalls:
     connections: int
     connection_s: float  # every connection's time from its first to its last packet, summed
     silences_s: list[float]
+
+    @classmethod
+    def of(cls, connections: list[ConnectionWaits]) -> TimerStalls:
+        return cls(
+            connections=len(connections),
+            connection_s=sum(c.last_s - c.first_s for c in connections),
+            silences_s=[end - start for c in connections for start, end in c.waits],
+        )
 
     def summary(self) -> dict:
         silences = np.array(self.silences_s)
@@ -60,12 +82,12 @@ class TimerStalls:
         }
 
 
-def host_stalls(pcap: Path, host_ip: str) -> TimerStalls:
-    """The timer stalls of the connections `host_ip` sent most of the data on (a fetch's data, not its
-    request line), from its own capture."""
+def host_connections(pcap: Path, host_ip: str) -> list[ConnectionWaits]:
+    """The connections `host_ip` sent most of the data on (a fetch's data, not its request line), from its own
+    capture, each with its timer waits."""
     address = socket.inet_aton(host_ip)
     connections: dict[tuple, _Connection] = {}
-    ended: list[_Connection] = []  # those whose ports a later connection took again
+    ended: list[tuple[tuple, _Connection]] = []  # those whose ports a later connection took again
     with pcap.open("rb") as f:
         for t, frame in dpkt.pcap.Reader(f):
             ip = dpkt.ethernet.Ethernet(frame).data
@@ -75,8 +97,9 @@ def host_stalls(pcap: Path, host_ip: str) -> TimerStalls:
             outgoing = ip.src == address
             key = (ip.src, tcp.sport, ip.dst, tcp.dport) if outgoing else (ip.dst, tcp.dport, ip.src, tcp.sport)
             conn = connections.get(key)
-            if conn is not None and tcp.flags & dpkt.tcp.TH_SYN and conn.sent_end is not None:
-                ended.append(conn)  # a new connection on the same ports: its sequence starts afresh
+            opening = tcp.flags & (dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK) == dpkt.tcp.TH_SYN  # not a SYN-ACK sent again
+            if conn is not None and opening and conn.sent_end is not None:
+                ended.append((key, conn))  # a new connection on the same ports: its sequence starts afresh
                 conn = None
             if conn is None:
                 conn = connections[key] = _Connection(first_s=t, last_s=t)
@@ -86,12 +109,16 @@ def host_stalls(pcap: Path, host_ip: str) -> TimerStalls:
             if not outgoing:
                 conn.bytes_in += max(payload, 0)
             conn.last_s = t
-    sending = [c for c in [*ended, *connections.values()] if c.sent_end is not None and c.sent_end > c.bytes_in]
-    return TimerStalls(
-        connections=len(sending),
-        connection_s=sum(c.last_s - c.first_s for c in sending),
-        silences_s=[s for c in sending for s in c.silences],
-    )
+    return [
+        ConnectionWaits(socket.inet_ntoa(key[2]), conn.first_s, conn.last_s, conn.waits)
+        for key, conn in [*ended, *connections.items()]
+        if conn.sent_end is not None and conn.sent_end > conn.bytes_in
+    ]
+
+
+def host_stalls(pcap: Path, host_ip: str) -> TimerStalls:
+    """The timer stalls of the data connections `host_ip` sent, from its own capture."""
+    return TimerStalls.of(host_connections(pcap, host_ip))
 
 
 def _sent(conn: _Connection, t: float, seq: int, payload: int) -> None:
@@ -100,16 +127,56 @@ def _sent(conn: _Connection, t: float, seq: int, payload: int) -> None:
         return
     start = (seq - conn.first_seq) % SEQ_SPACE  # sequence numbers wrap; a connection sends far less than 4 GB
     if start < conn.sent_end and t - conn.last_s >= TCP_RTO_MIN_S:
-        conn.silences.append(t - conn.last_s)
+        conn.waits.append((conn.last_s, t))
     conn.sent_end = max(conn.sent_end, start + payload)
 
 
 def run_stalls(capture_dir: Path, host_ips: dict[str, str]) -> TimerStalls:
     """Every host's stalls together (each connection counted once, at the capture of the host that sent its
     data)."""
-    hosts = [host_stalls(capture_dir / f"{name}.pcap", ip) for name, ip in sorted(host_ips.items())]
-    return TimerStalls(
-        connections=sum(h.connections for h in hosts),
-        connection_s=sum(h.connection_s for h in hosts),
-        silences_s=[s for h in hosts for s in h.silences_s],
+    return TimerStalls.of(
+        [c for name, ip in sorted(host_ips.items()) for c in host_connections(capture_dir / f"{name}.pcap", ip)]
     )
+
+
+def reducer_waits(run_dir: Path) -> pd.Series:
+    """Per task attempt that fetched over the network (index task_id, attempt): the seconds during which at
+    least one of its connections waited for a timer, from a captured emulated run's pcap/, flows.csv and
+    cluster.json. A host pair's connections and its flows.csv rows (one per connection) are paired in the
+    order they started; an attempt with a connection of a pair whose counts differ gets NaN."""
+    hosts = json.loads((run_dir / "cluster.json").read_text())["hosts"]
+    origin = json.loads((run_dir / "summary.json").read_text())["started_at_unix"]
+    name_of = {h["ip"]: h["name"] for h in hosts}
+    captured = pd.DataFrame(
+        [
+            {"src_host": h["name"], "dst_host": name_of.get(c.receiver_ip), "first_s": c.first_s, "waits": c.waits}
+            for h in hosts
+            for c in host_connections(run_dir / "pcap" / f"{h['name']}.pcap", h["ip"])
+        ],
+        columns=["src_host", "dst_host", "first_s", "waits"],
+    )
+    flows = pd.read_csv(run_dir / "flows.csv")
+    flows = flows[flows.src_host != flows.dst_host]
+    waits: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    unpaired: set[tuple[str, int]] = set()
+    for pair, rows in flows.sort_values("start_s").groupby(["src_host", "dst_host"]):
+        mask = (captured.src_host == pair[0]) & (captured.dst_host == pair[1])
+        conns = captured[mask].sort_values("first_s")
+        if len(conns) != len(rows):
+            unpaired.update(zip(rows.task_id, rows.attempt, strict=True))
+            continue
+        for row, conn_waits in zip(rows.itertuples(), conns.waits, strict=True):
+            spells = [(a - origin, b - origin) for a, b in conn_waits]
+            waits.setdefault((row.task_id, row.attempt), []).extend(spells)
+    fetched = flows.groupby(["task_id", "attempt"]).size().index
+    covered = [np.nan if key in unpaired else _covered(waits.get(key, [])) for key in fetched]
+    return pd.Series(covered, index=fetched, name="timer_wait_s")
+
+
+def _covered(spells: list[tuple[float, float]]) -> float:
+    """The seconds within at least one of the spells."""
+    covered, reach = 0.0, -np.inf
+    for start, end in sorted(spells):
+        covered += max(0.0, end - max(start, reach))
+        reach = max(reach, end)
+    return covered

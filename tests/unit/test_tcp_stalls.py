@@ -3,13 +3,16 @@ here packet by packet, cut to the headers as the run's captures are."""
 
 from __future__ import annotations
 
+import json
+import math
 import socket
 from pathlib import Path
 
 import dpkt
+import pandas as pd
 import pytest
 
-from hybridbed.results.tcp_stalls import SEQ_SPACE, TCP_RTO_MIN_S, host_stalls, run_stalls
+from hybridbed.results.tcp_stalls import SEQ_SPACE, TCP_RTO_MIN_S, host_stalls, reducer_waits, run_stalls
 from hybridbed.testbed.capture import SNAPLEN_BYTES
 
 SERVER, CLIENT = "10.0.0.1", "10.0.1.1"
@@ -87,3 +90,40 @@ def test_ports_taken_again_by_a_new_connection_start_its_sequence_afresh(tmp_pat
     write_capture(tmp_path / "h.pcap", [*fetch(1000), (1.99, syn), *again])
     stalls = host_stalls(tmp_path / "h.pcap", SERVER)
     assert stalls.connections == 2 and stalls.silences_s == pytest.approx([1.2, 1.2])
+
+
+def test_a_syn_ack_sent_again_after_the_request_does_not_split_the_connection(tmp_path):
+    packets = fetch(1000)
+    synack = frame(SERVER, CLIENT, 7070, 40000, 999, 0, ack=5000, flags=dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK)
+    packets.insert(2, (0.005, synack))  # the server's, again: the client's ACK of it was lost
+    write_capture(tmp_path / "h.pcap", packets)
+    write_capture(tmp_path / "c.pcap", packets)  # the client's capture sees the same packets
+    assert host_stalls(tmp_path / "h.pcap", SERVER).connections == 1
+    assert host_stalls(tmp_path / "c.pcap", CLIENT).connections == 0
+
+
+def test_a_reducers_wait_is_the_time_any_of_its_connections_waited(tmp_path):
+    origin = 100.0
+    (tmp_path / "pcap").mkdir()
+    hosts = [{"name": "a", "ip": SERVER}, {"name": "b", "ip": CLIENT}, {"name": "c", "ip": "10.0.2.1"}]
+    (tmp_path / "cluster.json").write_text(json.dumps({"hosts": hosts}))
+    (tmp_path / "summary.json").write_text(json.dumps({"started_at_unix": origin}))
+    waited = [(origin + t, p) for t, p in fetch(1000)]  # waits 1.2 s from 0.05 s
+    waited_too = [(origin + 0.5 + t, p) for t, p in fetch(1000, sport=40001)]  # 1.2 s from 0.55 s: overlaps
+    clean = [(origin + 3 + t, p) for t, p in fetch(1000, sport=40002)[:6]]  # no timer
+    write_capture(tmp_path / "pcap" / "a.pcap", sorted(waited + waited_too + clean))
+    write_capture(tmp_path / "pcap" / "b.pcap", [])
+    write_capture(tmp_path / "pcap" / "c.pcap", [])
+    pd.DataFrame(
+        [
+            ("r0", 0, "a", "b", 0.0),
+            ("r0", 0, "a", "b", 0.5),
+            ("r1", 0, "a", "b", 3.0),
+            ("r2", 0, "c", "b", 1.0),  # its connection was not captured: the pair cannot be paired
+            ("r1", 0, "b", "b", 3.0),  # from its own host: no connection
+        ],
+        columns=["task_id", "attempt", "src_host", "dst_host", "start_s"],
+    ).to_csv(tmp_path / "flows.csv", index=False)
+    waits = reducer_waits(tmp_path)
+    assert waits[("r0", 0)] == pytest.approx(1.7)  # 0.05-1.25 and 0.55-1.75 s together
+    assert waits[("r1", 0)] == 0.0 and math.isnan(waits[("r2", 0)])
