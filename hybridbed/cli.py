@@ -307,6 +307,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     if (fidelity := summary.get("fidelity")) is not None:
         console.print(_fidelity_line(fidelity["verdict"], fidelity["reasons"]))
+        if (stalls := fidelity.get("tcp_timer_stalls")) and stalls["timer_retransmissions"]:
+            console.print(
+                f"TCP: {stalls['connections']} connections waited for a retransmission timer "
+                f"{stalls['timer_retransmissions']} times, {stalls['timer_silence_share']:.1%} of their time "
+                f"(longest {stalls['timer_silence_max_s']:.1f} s); packets in {out / 'pcap'}"
+            )
     return 0
 
 
