@@ -115,8 +115,8 @@ def timer_wait_table(emulated: Path, simulated: Path, setups: list[str], console
         if not (emulated / setup / CAPTURE_DIR).is_dir():
             continue
         emu, sim = load(emulated / setup), load(simulated / setup)
-        waits = reducer_waits(emulated / setup)
-        waits = waits[~waits.index.duplicated(keep="last")].droplevel("attempt")
+        waits = reducer_waits(emulated / setup, emulated / setup / CAPTURE_DIR).reset_index()
+        waits = waits.sort_values("attempt").drop_duplicates("task_id", keep="last").set_index("task_id").timer_wait_s
         side = pd.DataFrame({"excess": reducer_shuffle_s(emu) - reducer_shuffle_s(sim), "waiting": waits}).dropna()
         none, some = side[side.waiting == 0], side[side.waiting > 0]
         share = (emu.summary.get("fidelity") or {}).get("tcp_timer_stalls", {}).get("timer_silence_share")

@@ -139,10 +139,10 @@ def run_stalls(capture_dir: Path, host_ips: dict[str, str]) -> TimerStalls:
     )
 
 
-def reducer_waits(run_dir: Path) -> pd.Series:
+def reducer_waits(run_dir: Path, capture_dir: Path) -> pd.Series:
     """Per task attempt that fetched over the network (index task_id, attempt): the seconds during which at
-    least one of its connections waited for a timer, from a captured emulated run's pcap/, flows.csv and
-    cluster.json. A host pair's connections and its flows.csv rows (one per connection) are paired in the
+    least one of its connections waited for a timer, from a captured emulated run's flows.csv, cluster.json
+    and captures (in `capture_dir`). A host pair's connections and its flows.csv rows (one per connection) are paired in the
     order they started; an attempt with a connection of a pair whose counts differ gets NaN."""
     hosts = json.loads((run_dir / "cluster.json").read_text())["hosts"]
     origin = json.loads((run_dir / "summary.json").read_text())["started_at_unix"]
@@ -151,7 +151,7 @@ def reducer_waits(run_dir: Path) -> pd.Series:
         [
             {"src_host": h["name"], "dst_host": name_of.get(c.receiver_ip), "first_s": c.first_s, "waits": c.waits}
             for h in hosts
-            for c in host_connections(run_dir / "pcap" / f"{h['name']}.pcap", h["ip"])
+            for c in host_connections(capture_dir / f"{h['name']}.pcap", h["ip"])
         ],
         columns=["src_host", "dst_host", "first_s", "waits"],
     )

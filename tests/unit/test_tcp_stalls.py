@@ -124,6 +124,6 @@ def test_a_reducers_wait_is_the_time_any_of_its_connections_waited(tmp_path):
         ],
         columns=["task_id", "attempt", "src_host", "dst_host", "start_s"],
     ).to_csv(tmp_path / "flows.csv", index=False)
-    waits = reducer_waits(tmp_path)
+    waits = reducer_waits(tmp_path, tmp_path / "pcap")
     assert waits[("r0", 0)] == pytest.approx(1.7)  # 0.05-1.25 and 0.55-1.75 s together
     assert waits[("r1", 0)] == 0.0 and math.isnan(waits[("r2", 0)])
