@@ -115,6 +115,15 @@ def _given(args: argparse.Namespace, mapping: dict[str, str]) -> dict:
     return {field: getattr(args, attr) for attr, field in mapping.items() if getattr(args, attr, None) is not None}
 
 
+def _add_capture_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--capture-packets",
+        action="store_true",
+        help="emulation: every host's TCP headers into pcap/<host>.pcap, and the retransmission-timer stalls in "
+        "the summary",
+    )
+
+
 def fabric_from_args(args: argparse.Namespace) -> FabricSpec:
     """The fabric to emulate: validated, and within what an emulated link carries."""
     fabric = parse_spec(
@@ -565,12 +574,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--policy", help="override the scenario's scheduler.policy")
     run.add_argument("--out", help="results directory (default results/<scenario>-<policy>-<time>)")
     run.add_argument("--backend", choices=["emulation", "simulation"], help="override the scenario's backend")
-    run.add_argument(
-        "--capture-packets",
-        action="store_true",
-        help="emulation: every host's TCP headers into pcap/<host>.pcap, and the retransmission-timer stalls in "
-        "the summary",
-    )
+    _add_capture_flag(run)
     run.set_defaults(func=cmd_run)
 
     compare = sub.add_parser("compare", help="run a scenario under several policies and compare them")
@@ -586,12 +590,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--workers", type=int, help="simulated setups at once (default: one per CPU; emulated setups run one at a time)"
     )
-    compare.add_argument(
-        "--capture-packets",
-        action="store_true",
-        help="emulation: every host's TCP headers into pcap/<host>.pcap, and the retransmission-timer stalls in "
-        "the summary",
-    )
+    _add_capture_flag(compare)
     compare.set_defaults(func=cmd_compare)
 
     sweep = sub.add_parser("sweep", help="run a scenario over a grid of field values, setups and seeds")
