@@ -40,5 +40,5 @@ def test_a_captured_run_has_a_pcap_per_host_and_its_stalls_count_every_connectio
     stalls = json.loads((out / "summary.json").read_text())["fidelity"]["tcp_timer_stalls"]
     assert stalls["connections"] == len(remote)
     assert 0 <= stalls["timer_silence_share"] < 1
-    told = "waited for a retransmission timer" in " ".join(proc.stdout.split())  # the console wraps lines
+    told = "waited for a retransmission timer" in " ".join(proc.stderr.split())  # the console wraps lines
     assert told == (stalls["timer_retransmissions"] > 0)
