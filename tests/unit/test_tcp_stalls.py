@@ -12,6 +12,7 @@ import dpkt
 import pandas as pd
 import pytest
 
+from hybridbed.cli import main
 from hybridbed.results.tcp_stalls import SEQ_SPACE, TCP_RTO_MIN_S, host_stalls, reducer_waits, run_stalls
 from hybridbed.testbed.capture import SNAPLEN_BYTES
 
@@ -127,3 +128,17 @@ def test_a_reducers_wait_is_the_time_any_of_its_connections_waited(tmp_path):
     waits = reducer_waits(tmp_path, tmp_path / "pcap")
     assert waits[("r0", 0)] == pytest.approx(1.7)  # 0.05-1.25 and 0.55-1.75 s together
     assert waits[("r1", 0)] == 0.0 and math.isnan(waits[("r2", 0)])
+
+
+@pytest.mark.parametrize("waits", [0, 3])
+def test_the_run_command_tells_a_captured_runs_timer_waits_only_when_there_were_some(
+    monkeypatch, tmp_path, capsys, waits
+):
+    stalls = {"connections": 6, "timer_retransmissions": waits, "timer_silence_share": 0.05, "timer_silence_max_s": 1.5}
+    summary = {"makespan_s": 1.0, "jct_median_s": 1.0, "jct_p95_s": 1.0}
+    summary["fidelity"] = {"verdict": "ok", "reasons": [], "tcp_timer_stalls": stalls}
+    monkeypatch.setattr("hybridbed.experiments.backends.run_backend", lambda *args: summary)
+    quickstart = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yaml"
+    assert main(["run", str(quickstart), "--backend", "simulation", "--out", str(tmp_path / "r")]) == 0
+    told = " ".join(capsys.readouterr().err.split())
+    assert ("6 connections waited for a retransmission timer 3 times, 5.0% of their time" in told) == bool(waits)
