@@ -282,10 +282,14 @@ class Scenario(_Strict):
     def _racks_fit_the_servers(self) -> Scenario:
         if self.servers:
             place_racks(self.fabric.racks, self.servers)  # raises SpecError, a ValueError, naming the field
-            if self.capture_packets and self.backend == "emulation":
-                raise ValueError(
-                    "capture_packets: only on a single-server run (the further servers' hosts would capture there)"
-                )
+        return self
+
+    @model_validator(mode="after")
+    def _captures_on_one_server(self) -> Scenario:
+        if self.capture_packets and self.servers and self.backend == "emulation":
+            raise ValueError(
+                "capture_packets: only on a single-server run (the further servers' hosts would capture there)"
+            )
         return self
 
     @model_validator(mode="after")
