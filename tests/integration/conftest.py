@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
+import yaml
 
 from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.config.scenario import Scenario
@@ -78,3 +80,15 @@ def small_scenario(tmp_path):
         )
 
     return make
+
+
+@pytest.fixture
+def scenario_file(tmp_path):
+    """Writes a scenario as the YAML file the CLI reads, returning its path."""
+
+    def write(scenario: Scenario) -> Path:
+        path = tmp_path / "s.yaml"
+        path.write_text(yaml.safe_dump(scenario.model_dump(mode="json")))
+        return path
+
+    return write

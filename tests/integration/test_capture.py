@@ -9,15 +9,14 @@ import sys
 
 import dpkt
 import pandas as pd
-import yaml
 
 from hybridbed.testbed.capture import PCAP_HEADER_BYTES
 
 
-def test_a_captured_run_has_a_pcap_per_host_and_its_stalls_count_every_connection(tmp_path, small_scenario):
-    scenario = small_scenario(jobs=2)
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(json.loads(scenario.model_dump_json())))
+def test_a_captured_run_has_a_pcap_per_host_and_its_stalls_count_every_connection(
+    tmp_path, small_scenario, scenario_file
+):
+    path = scenario_file(small_scenario(jobs=2))
     out = tmp_path / "run"
     proc = subprocess.run(
         [sys.executable, "-m", "hybridbed.cli", "run", str(path), "--out", str(out), "--capture-packets"],

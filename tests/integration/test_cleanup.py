@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
-import yaml
 
 from hybridbed.config.fabric import FabricSpec
 from hybridbed.testbed.isolation import FabricNamespace
@@ -128,10 +127,10 @@ def _run_of(proc: subprocess.Popen, timeout_s: float = 60) -> RunManifest:
         time.sleep(0.2)
 
 
-def test_ctrl_c_pressed_three_times_during_a_run_leaves_nothing_and_keeps_the_results(tmp_path, small_scenario):
-    scenario = small_scenario(compute_s=5.0, jobs=2)
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(scenario.model_dump(mode="json")))
+def test_ctrl_c_pressed_three_times_during_a_run_leaves_nothing_and_keeps_the_results(
+    tmp_path, small_scenario, scenario_file
+):
+    path = scenario_file(small_scenario(compute_s=5.0, jobs=2))
     out = tmp_path / "out"
     # a terminal's Ctrl-C goes to the whole foreground process group: hybridbed and everything it started
     proc = subprocess.Popen(

@@ -8,13 +8,10 @@ import subprocess
 import sys
 
 import pandas as pd
-import yaml
 
 
-def test_compare_runs_each_setup_on_the_same_jobs(tmp_path, small_scenario):
-    scenario = small_scenario(jobs=2)
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(json.loads(scenario.model_dump_json())))
+def test_compare_runs_each_setup_on_the_same_jobs(tmp_path, small_scenario, scenario_file):
+    path = scenario_file(small_scenario(jobs=2))
     out = tmp_path / "cmp"
     proc = subprocess.run(
         [
