@@ -3,7 +3,7 @@ where the emulated run's time went against the simulated one's (each job's phase
 own times, circuit time, how busy the containers were while work waited). Where the emulated runs captured
 their packets (`--capture-packets` given to this script or to the comparison), also how much longer each
 reducer's shuffle took than simulated, apart for the reducers whose connections waited for TCP's
-retransmission timer and those that did not.
+retransmission timer and those that did not, and the connections' waits by the path they took (EPS, circuit).
 Target: simulated / emulated makespan within 15 % for every setup, and the same ordering of setups.
 
 Runs the emulation, so as root (about 5 minutes for the quickstart scenario, 45 for jobpacker-geni); both
@@ -27,7 +27,7 @@ from hybridbed.experiments.comparison import compare, default_setups
 from hybridbed.experiments.scenarios import load_scenario
 from hybridbed.results.load import RunResults, load
 from hybridbed.results.phases import last_job_phases, phase_measures
-from hybridbed.results.tcp_stalls import reducer_waits
+from hybridbed.results.tcp_stalls import flow_connections, path_waits, reducer_waits
 from hybridbed.results.timeline import with_fetched_s
 from hybridbed.testbed.capture import CAPTURE_DIR
 
@@ -93,16 +93,22 @@ def phase_table(emulated: Path, simulated: Path, setups: list[str], console: Con
     return pd.concat(frames)
 
 
+def last_attempts(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows of each task's last attempt (by `task_id` and `attempt` columns)."""
+    return rows.sort_values("attempt").drop_duplicates("task_id", keep="last")
+
+
 def reducer_shuffle_s(run: RunResults) -> pd.Series:
     """Each reducer's shuffle (its last attempt's start to its last fetch's end), by task_id."""
-    tasks = run.tasks.sort_values("attempt").drop_duplicates("task_id", keep="last")
+    tasks = last_attempts(run.tasks)
     reducers = with_fetched_s(tasks[tasks.kind != "map"], run.flows)
     return (reducers.fetched_s - reducers.start_s).set_axis(reducers.task_id)
 
 
-def timer_wait_table(emulated: Path, simulated: Path, setups: list[str], console: Console) -> None:
+def timer_wait_tables(emulated: Path, simulated: Path, setups: list[str], console: Console) -> None:
     """Per captured setup: how much longer the reducers' shuffles took than simulated, for those none of whose
-    connections waited for TCP's retransmission timer and for those with a wait."""
+    connections waited for TCP's retransmission timer and for those with a wait; and the connections' waits
+    by the path they took."""
     table = Table(
         title="reducers' shuffle, emulated - simulated (excess), by whether a connection waited for TCP's timer",
         caption="silence share: of all connections' time; waiting: while any connection of the reducer waited; "
@@ -111,12 +117,18 @@ def timer_wait_table(emulated: Path, simulated: Path, setups: list[str], console
     columns = ("setup", "silence share", "no wait: n", "excess s", "a wait: n", "excess s", "waiting s", "corr")
     for column in (*columns, "unpaired"):
         table.add_column(column, justify="right")
+    by_path = Table(
+        title="connections' timer waits by path (rack, eps, ocs; mixed: part on a circuit)",
+        caption="silence share: of the connections' time, the silence before their timer retransmissions",
+    )
+    for column in ("setup", "kind", "path", "connections", "connection s", "waits", "silence s", "silence share"):
+        by_path.add_column(column, justify="right")
     for setup in setups:
         if not (emulated / setup / CAPTURE_DIR).is_dir():
             continue
         emu, sim = load(emulated / setup), load(simulated / setup)
-        waits = reducer_waits(emulated / setup, emulated / setup / CAPTURE_DIR).reset_index()
-        waits = waits.sort_values("attempt").drop_duplicates("task_id", keep="last").set_index("task_id").timer_wait_s
+        connections = flow_connections(emulated / setup, emulated / setup / CAPTURE_DIR)
+        waits = last_attempts(reducer_waits(connections).reset_index()).set_index("task_id").timer_wait_s
         side = pd.DataFrame({"excess": reducer_shuffle_s(emu) - reducer_shuffle_s(sim), "waiting": waits}).dropna()
         none, some = side[side.waiting == 0], side[side.waiting > 0]
         share = (emu.summary.get("fidelity") or {}).get("tcp_timer_stalls", {}).get("timer_silence_share")
@@ -131,8 +143,20 @@ def timer_wait_table(emulated: Path, simulated: Path, setups: list[str], console
             f"{side.excess.corr(side.waiting):.2f}",
             str(int(waits.isna().sum())),
         )
+        for (kind, path), row in path_waits(connections).iterrows():
+            by_path.add_row(
+                setup,
+                str(kind),
+                str(path),
+                str(row.connections),
+                f"{row.connection_s:.0f}",
+                str(row.timer_waits),
+                f"{row.timer_silence_s:.0f}",
+                f"{row.timer_silence_share:.3f}",
+            )
     if table.row_count:
         console.print(table)
+        console.print(by_path)
 
 
 def main() -> None:
@@ -169,7 +193,7 @@ def main() -> None:
     makespan_table(emulated, simulated, setups, console)
     phase_table(emulated, simulated, setups, console).to_csv(out / "sim_vs_emu_phases.csv")
     console.print(f"phases side by side: {out / 'sim_vs_emu_phases.csv'}")
-    timer_wait_table(emulated, simulated, setups, console)
+    timer_wait_tables(emulated, simulated, setups, console)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,10 @@ Read from the sending host's capture: a retransmission (a segment that starts be
 connection has sent) is timer-driven when its connection had been silent, nothing sent and nothing arrived,
 for at least TCP_RTO_MIN before it: no acknowledgement triggered it, and the application cannot. Its silence
 is the time the connection waited for its timer. (Tail loss probes on a shorter timer are left out; they
-wait less than that.) Per reducer, `reducer_waits` gives the time during which any of its connections waited,
-which bench/sim_vs_emu.py sets against how much longer its shuffle took than simulated.
+wait less than that.) `flow_connections` pairs flows.csv's rows with the captured connections; per reducer,
+`reducer_waits` gives the time during which any of its connections waited, which bench/sim_vs_emu.py sets
+against how much longer its shuffle took than simulated, and `path_waits` splits the waits by the path the
+connections took.
 """
 
 from __future__ import annotations
@@ -139,38 +141,69 @@ def run_stalls(capture_dir: Path, host_ips: dict[str, str]) -> TimerStalls:
     )
 
 
-def reducer_waits(run_dir: Path, capture_dir: Path) -> pd.Series:
-    """Per task attempt that fetched over the network (index task_id, attempt): the seconds during which at
-    least one of its connections waited for a timer, from a captured emulated run's flows.csv, cluster.json
-    and captures (in `capture_dir`). A host pair's connections and its flows.csv rows (one per connection) are paired in the
-    order they started; an attempt with a connection of a pair whose counts differ gets NaN."""
+def flow_connections(run_dir: Path, capture_dir: Path) -> pd.DataFrame:
+    """flows.csv's rows between hosts (an emulated run's, with their `path`), each with its connection as the
+    captures (in `capture_dir`) saw it: `connection_s`, its first to its last packet, and `waits`, its timer
+    waits in seconds after the run's start. A host pair's rows and connections are paired in the order they
+    started; where a pair's counts differ they cannot be told apart, and its rows get NaN and None."""
     hosts = json.loads((run_dir / "cluster.json").read_text())["hosts"]
     origin = json.loads((run_dir / "summary.json").read_text())["started_at_unix"]
     name_of = {h["ip"]: h["name"] for h in hosts}
     captured = pd.DataFrame(
         [
-            {"src_host": h["name"], "dst_host": name_of.get(c.receiver_ip), "first_s": c.first_s, "waits": c.waits}
+            {"src_host": h["name"], "dst_host": name_of.get(c.receiver_ip), "connection": c}
             for h in hosts
             for c in host_connections(capture_dir / f"{h['name']}.pcap", h["ip"])
         ],
-        columns=["src_host", "dst_host", "first_s", "waits"],
+        columns=["src_host", "dst_host", "connection"],
     )
+    by_pair = {
+        pair: sorted(conns, key=lambda c: c.first_s)
+        for pair, conns in captured.groupby(["src_host", "dst_host"]).connection
+    }
     flows = pd.read_csv(run_dir / "flows.csv")
-    flows = flows[flows.src_host != flows.dst_host]
-    waits: dict[tuple[str, int], list[tuple[float, float]]] = {}
-    unpaired: set[tuple[str, int]] = set()
-    for pair, rows in flows.sort_values("start_s").groupby(["src_host", "dst_host"]):
-        mask = (captured.src_host == pair[0]) & (captured.dst_host == pair[1])
-        conns = captured[mask].sort_values("first_s")
+    flows = flows[flows.src_host != flows.dst_host].sort_values("start_s", kind="stable")
+    parts = []
+    for pair, rows in flows.groupby(["src_host", "dst_host"], sort=False):
+        conns = by_pair.get(pair, [])
         if len(conns) != len(rows):
-            unpaired.update(zip(rows.task_id, rows.attempt, strict=True))
+            parts.append(rows.assign(connection_s=np.nan, waits=None))
             continue
-        for row, conn_waits in zip(rows.itertuples(), conns.waits, strict=True):
-            spells = [(a - origin, b - origin) for a, b in conn_waits]
-            waits.setdefault((row.task_id, row.attempt), []).extend(spells)
-    fetched = flows.groupby(["task_id", "attempt"]).size().index
-    covered = [np.nan if key in unpaired else _covered(waits.get(key, [])) for key in fetched]
-    return pd.Series(covered, index=fetched, name="timer_wait_s")
+        spells = [[(a - origin, b - origin) for a, b in c.waits] for c in conns]
+        parts.append(
+            rows.assign(
+                connection_s=[c.last_s - c.first_s for c in conns], waits=pd.Series(spells, rows.index, dtype=object)
+            )
+        )
+    return pd.concat(parts) if parts else flows.assign(connection_s=np.nan, waits=None)
+
+
+def reducer_waits(connections: pd.DataFrame) -> pd.Series:
+    """Per task attempt that moved data over the network (index task_id, attempt), from `flow_connections`:
+    the seconds during which at least one of its connections waited for a timer (NaN if any of its
+    connections could not be paired)."""
+
+    def union(waits: pd.Series) -> float:
+        return np.nan if waits.isna().any() else _covered([spell for spells in waits for spell in spells])
+
+    return connections.groupby(["task_id", "attempt"]).waits.agg(union).rename("timer_wait_s")
+
+
+def path_waits(connections: pd.DataFrame) -> pd.DataFrame:
+    """The paired connections of `flow_connections` by kind and path (rack, eps, ocs or mixed): how many, their
+    time summed, their timer waits, the silence before those and its share of their time. Where a run's
+    connections lose their time: the EPS's shallow queues against a circuit's."""
+    paired = connections.dropna(subset=["connection_s"])
+    paired = paired.assign(
+        timer_waits=paired.waits.map(len), timer_silence_s=paired.waits.map(lambda w: sum(b - a for a, b in w))
+    )
+    table = paired.groupby(["kind", "path"]).agg(
+        connections=("connection_s", "size"),
+        connection_s=("connection_s", "sum"),
+        timer_waits=("timer_waits", "sum"),
+        timer_silence_s=("timer_silence_s", "sum"),
+    )
+    return table.assign(timer_silence_share=table.timer_silence_s / table.connection_s)
 
 
 def _covered(spells: list[tuple[float, float]]) -> float:

@@ -13,7 +13,15 @@ import pandas as pd
 import pytest
 
 from hybridbed.cli import main
-from hybridbed.results.tcp_stalls import SEQ_SPACE, TCP_RTO_MIN_S, host_stalls, reducer_waits, run_stalls
+from hybridbed.results.tcp_stalls import (
+    SEQ_SPACE,
+    TCP_RTO_MIN_S,
+    flow_connections,
+    host_stalls,
+    path_waits,
+    reducer_waits,
+    run_stalls,
+)
 from hybridbed.testbed.capture import SNAPLEN_BYTES
 
 SERVER, CLIENT = "10.0.0.1", "10.0.1.1"
@@ -103,7 +111,9 @@ def test_a_syn_ack_sent_again_after_the_request_does_not_split_the_connection(tm
     assert host_stalls(tmp_path / "c.pcap", CLIENT).connections == 0
 
 
-def test_a_reducers_wait_is_the_time_any_of_its_connections_waited(tmp_path):
+def captured_run(tmp_path: Path) -> Path:
+    """A run of three hosts: a served b three fetches, two of which waited for a timer, overlapping, over the EPS,
+    and one over a circuit without a wait; c's fetch was not captured, and b read from itself."""
     origin = 100.0
     (tmp_path / "pcap").mkdir()
     hosts = [{"name": "a", "ip": SERVER}, {"name": "b", "ip": CLIENT}, {"name": "c", "ip": "10.0.2.1"}]
@@ -117,17 +127,31 @@ def test_a_reducers_wait_is_the_time_any_of_its_connections_waited(tmp_path):
     write_capture(tmp_path / "pcap" / "c.pcap", [])
     pd.DataFrame(
         [
-            ("r0", 0, "a", "b", 0.0),
-            ("r0", 0, "a", "b", 0.5),
-            ("r1", 0, "a", "b", 3.0),
-            ("r2", 0, "c", "b", 1.0),  # its connection was not captured: the pair cannot be paired
-            ("r1", 0, "b", "b", 3.0),  # from its own host: no connection
+            ("r0", 0, "shuffle", "a", "b", 0.0, "eps"),
+            ("r0", 0, "shuffle", "a", "b", 0.5, "eps"),
+            ("r1", 0, "shuffle", "a", "b", 3.0, "ocs"),
+            ("r2", 0, "shuffle", "c", "b", 1.0, "eps"),  # its connection was not captured: cannot be paired
+            ("r1", 0, "shuffle", "b", "b", 3.0, "rack"),  # from its own host: no connection
         ],
-        columns=["task_id", "attempt", "src_host", "dst_host", "start_s"],
+        columns=["task_id", "attempt", "kind", "src_host", "dst_host", "start_s", "path"],
     ).to_csv(tmp_path / "flows.csv", index=False)
-    waits = reducer_waits(tmp_path, tmp_path / "pcap")
+    return tmp_path
+
+
+def test_a_reducers_wait_is_the_time_any_of_its_connections_waited(tmp_path):
+    waits = reducer_waits(flow_connections(captured_run(tmp_path), tmp_path / "pcap"))
     assert waits[("r0", 0)] == pytest.approx(1.7)  # 0.05-1.25 and 0.55-1.75 s together
     assert waits[("r1", 0)] == 0.0 and math.isnan(waits[("r2", 0)])
+
+
+def test_the_waits_are_split_by_the_path_their_connections_took(tmp_path):
+    table = path_waits(flow_connections(captured_run(tmp_path), tmp_path / "pcap"))
+    assert list(table.index) == [("shuffle", "eps"), ("shuffle", "ocs")]  # the unpaired one is left out
+    eps, ocs = table.loc[("shuffle", "eps")], table.loc[("shuffle", "ocs")]
+    assert eps.connections == 2 and eps.timer_waits == 2
+    assert eps.timer_silence_s == pytest.approx(2.4) and eps.connection_s == pytest.approx(2 * 1.3)
+    assert eps.timer_silence_share == pytest.approx(2.4 / 2.6)
+    assert ocs.connections == 1 and ocs.timer_waits == 0 and ocs.timer_silence_share == 0.0
 
 
 @pytest.mark.parametrize("waits", [0, 3])
