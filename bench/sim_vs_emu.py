@@ -143,14 +143,14 @@ def timer_wait_tables(emulated: Path, simulated: Path, setups: list[str], consol
             f"{side.excess.corr(side.waiting):.2f}",
             str(int(waits.isna().sum())),
         )
-        for (kind, path), row in path_waits(connections).iterrows():
+        for row in path_waits(connections).reset_index().itertuples():
             by_path.add_row(
                 setup,
-                str(kind),
-                str(path),
-                str(row.connections),
+                row.kind,
+                row.path,
+                f"{row.connections:d}",
                 f"{row.connection_s:.0f}",
-                str(row.timer_waits),
+                f"{row.timer_waits:d}",
                 f"{row.timer_silence_s:.0f}",
                 f"{row.timer_silence_share:.3f}",
             )
@@ -189,7 +189,7 @@ def main() -> None:
         out = args.out or Path("results") / f"{args.scenario.stem}-sim-vs-emu-{time.strftime('%Y%m%d-%H%M%S')}"
         setups_wanted = args.policies.split(",") if args.policies else None
         emulated, simulated, setups = run_both(args.scenario, setups_wanted, out, args.capture_packets)
-    console = Console()
+    console = Console(width=160)  # the tables' columns whole, also into a file
     makespan_table(emulated, simulated, setups, console)
     phase_table(emulated, simulated, setups, console).to_csv(out / "sim_vs_emu_phases.csv")
     console.print(f"phases side by side: {out / 'sim_vs_emu_phases.csv'}")
