@@ -59,8 +59,21 @@ def test_tcp_goodput_matches_the_configured_rate(clean_circuits, fabric, path):
         configured = min(fabric.host_rate_mbps, fabric.ocs_rate_mbps)
     else:
         configured = min(fabric.host_rate_mbps, fabric.eps_uplink_mbps)
-    result = probes.goodput(net, [((0, 0), (1, 0))], seconds=4)[0]
-    assert 0.90 * configured <= result.mbps <= 1.05 * configured, f"{result.mbps:.2f} Mb/s on a {configured} Mb/s path"
+    assert_goodput_is(net, configured)
+
+
+def assert_goodput_is(net: HybridNetwork, configured: float) -> None:
+    """A 4 s TCP sample from rack 0's first host to rack 1's is within [0.90, 1.05] of `configured` Mb/s. A sample
+    that falls short is taken once more: the shaper bounds every sample from above, while this 2-core VM's other
+    work can only lower one, so a short sample may be the machine, two are the path."""
+    samples = []
+    for _ in range(2):
+        mbps = probes.goodput(net, [((0, 0), (1, 0))], seconds=4)[0].mbps
+        assert mbps <= 1.05 * configured, f"{mbps:.2f} Mb/s on a {configured} Mb/s path"
+        samples.append(round(mbps, 2))
+        if mbps >= 0.90 * configured:
+            return
+    raise AssertionError(f"{samples} Mb/s on a {configured} Mb/s path")
 
 
 def _switch_packets(fabric: FabricSpec) -> tuple[int, int, int]:
@@ -175,10 +188,8 @@ def test_f_eps_variant_reaches_everything_at_the_ocs_rate():
     with HybridNetwork(fabric) as net:
         assert "ocs" not in net.plan.switch_names().values()
         assert net.net.pingAll(timeout="1") == 0.0
-        result = probes.goodput(net, [((0, 0), (1, 0))], seconds=4)[0]
-        configured = fabric.ocs_rate_mbps
-        assert fabric.eps_uplink_mbps == configured
-        assert 0.90 * configured <= result.mbps <= 1.05 * configured
+        assert fabric.eps_uplink_mbps == fabric.ocs_rate_mbps
+        assert_goodput_is(net, fabric.ocs_rate_mbps)
 
 
 def test_a_killed_controller_is_restarted_with_its_circuits_and_events_and_the_switches_keep_forwarding():
