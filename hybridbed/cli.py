@@ -262,14 +262,19 @@ class NeedsRoot(RuntimeError):
     pass
 
 
+def _backend_overrides(args: argparse.Namespace) -> dict:
+    """The scenario fields --backend and --capture-packets set."""
+    return {
+        **({"backend": args.backend} if args.backend else {}),
+        **({"capture_packets": True} if args.capture_packets else {}),
+    }
+
+
 def _load_for_backend(args: argparse.Namespace, overrides: dict | None = None):
     """The scenario with --backend and --capture-packets applied; emulation needs root, simulation does not."""
     from hybridbed.experiments.scenarios import load_scenario
 
-    overrides = {**(overrides or {}), **({"backend": args.backend} if args.backend else {})}
-    if args.capture_packets:
-        overrides["capture_packets"] = True
-    scenario = load_scenario(Path(args.scenario), overrides)
+    scenario = load_scenario(Path(args.scenario), {**(overrides or {}), **_backend_overrides(args)})
     if scenario.backend == "emulation" and os.geteuid() != 0:
         raise NeedsRoot
     return scenario
@@ -396,7 +401,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from hybridbed.experiments.sweep import SweepPoint, plan_sweep, read_grid, run_sweep, validate_execution
 
     grid = read_grid(Path(args.grid))
-    data = read_scenario(Path(args.scenario), {"backend": args.backend} if args.backend else {})
+    data = read_scenario(Path(args.scenario), _backend_overrides(args))
     sweep = plan_sweep(data, grid, args.policies.split(",") if args.policies else None, _seeds(args.seeds))
     if sweep.backend == "emulation" and os.geteuid() != 0:
         raise NeedsRoot
@@ -607,6 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sweep.add_argument("--json", action="store_true", help="print the table as one JSON list")
     sweep.add_argument("--backend", choices=["emulation", "simulation"], help="override the scenario's backend")
+    _add_capture_flag(sweep)
     sweep.set_defaults(func=cmd_sweep)
 
     policies = sub.add_parser("policies", help="list the registered scheduling policies")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from hybridbed.cli import main
 from hybridbed.config.scenario import read_scenario
@@ -90,6 +91,18 @@ def test_an_emulated_sweep_runs_one_point_at_a_time(tmp_path):
     with pytest.raises(SpecError, match="one at a time"):
         run_sweep(sweep, tmp_path / "out", workers=2)
     assert not (tmp_path / "out").exists()
+
+
+def test_capture_packets_is_set_on_every_point_before_anything_runs(tmp_path, capsys):
+    spread = tmp_path / "spread.yaml"  # several servers, where a capture is refused by field name
+    spread.write_text(yaml.safe_dump({**read_scenario(QUICKSTART), "servers": [{"host": "192.0.2.2"}]}))
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(json.dumps({"fields": {"ocs.reconfig_interval_s": [1, 2]}, "setups": ["fair"]}))
+    assert len(plan_sweep(read_scenario(spread), read_grid(grid), None, None).points) == 2  # fine uncaptured
+    out = tmp_path / "out"
+    assert main(["sweep", str(spread), "--grid", str(grid), "--out", str(out), "--capture-packets"]) == 2
+    assert "capture_packets: only on a single-server run" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def comparable(table: pd.DataFrame) -> pd.DataFrame:
