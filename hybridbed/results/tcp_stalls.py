@@ -191,8 +191,8 @@ def reducer_waits(connections: pd.DataFrame) -> pd.Series:
 
 def path_waits(connections: pd.DataFrame) -> pd.DataFrame:
     """The paired connections of `flow_connections` by kind and path (rack, eps, ocs or mixed): how many, their
-    time summed, their timer waits, the silence before those and its share of their time. Where a run's
-    connections lose their time: the EPS's shallow queues against a circuit's."""
+    time summed, their timer waits, the silence before those and its share of their time: whether a run's
+    connections waited over the EPS, over circuits, or both."""
     paired = connections.dropna(subset=["connection_s"])
     paired = paired.assign(
         timer_waits=paired.waits.map(len), timer_silence_s=paired.waits.map(lambda w: sum(b - a for a, b in w))
