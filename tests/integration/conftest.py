@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,13 @@ from hybridbed.testbed.network import HybridNetwork
 pytestmark = pytest.mark.integration
 
 RECONFIG_DELAY_MS = 50.0
+
+
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`hybridbed ARGS` in a process of its own, as a user runs it, its output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "hybridbed.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def pytest_collection_modifyitems(items):

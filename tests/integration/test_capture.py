@@ -4,13 +4,13 @@ connection of the run off them."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import dpkt
 import pandas as pd
 
 from hybridbed.testbed.capture import PCAP_HEADER_BYTES
+
+from .conftest import run_cli
 
 
 def test_a_captured_run_has_a_pcap_per_host_and_its_stalls_count_every_connection(
@@ -18,12 +18,7 @@ def test_a_captured_run_has_a_pcap_per_host_and_its_stalls_count_every_connectio
 ):
     path = scenario_file(small_scenario(jobs=2))
     out = tmp_path / "run"
-    proc = subprocess.run(
-        [sys.executable, "-m", "hybridbed.cli", "run", str(path), "--out", str(out), "--capture-packets"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_cli("run", str(path), "--out", str(out), "--capture-packets")
     assert proc.returncode == 0, proc.stderr[-2000:]
     hosts = json.loads((out / "cluster.json").read_text())["hosts"]
     flows = pd.read_csv(out / "flows.csv")

@@ -20,6 +20,8 @@ from hybridbed.testbed.network import HybridNetwork
 from hybridbed.testbed.runs import STATE_ROOT, RunManifest
 from hybridbed.testbed.watchdog import REAPED_LOG
 
+from .conftest import run_cli
+
 
 def _assert_gone(manifest: RunManifest) -> None:
     assert not Path(manifest.state_dir).exists()
@@ -108,9 +110,7 @@ def test_killed_run_is_removed_by_hybridbed_clean_when_its_watchdog_is_gone_too(
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         assert any(p.is_alive() for p in manifest.processes), "with no watchdog, the daemons outlive their owner"
-        result = subprocess.run(
-            [sys.executable, "-m", "hybridbed.cli", "clean", manifest.run_id], capture_output=True, text=True
-        )
+        result = run_cli("clean", manifest.run_id)
         assert result.returncode == 0, result.stderr
         _assert_gone(manifest)
 

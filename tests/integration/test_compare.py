@@ -4,32 +4,16 @@ out."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pandas as pd
+
+from .conftest import run_cli
 
 
 def test_compare_runs_each_setup_on_the_same_jobs(tmp_path, small_scenario, scenario_file):
     path = scenario_file(small_scenario(jobs=2))
     out = tmp_path / "cmp"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hybridbed.cli",
-            "compare",
-            str(path),
-            "--policies",
-            "fair,f-eps",
-            "--out",
-            str(out),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_cli("compare", str(path), "--policies", "fair,f-eps", "--out", str(out), "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout)
     assert set(result) == {"fair", "f-eps"}
@@ -46,9 +30,7 @@ def test_compare_runs_each_setup_on_the_same_jobs(tmp_path, small_scenario, scen
         links = pd.read_csv(out / setup / "links.csv")
         assert (out / setup / "timeline.png").exists() and links.tx_bytes.max() > 0
         assert links.time_s.min() < 0 < links.time_s.max()  # a sample from before the workload, then during it
-    report = subprocess.run(
-        [sys.executable, "-m", "hybridbed.cli", "report", str(out)], capture_output=True, timeout=120
-    )
+    report = run_cli("report", str(out), timeout=120)
     assert report.returncode == 0
     page = (out / "report.html").read_text()
     assert all(f"<th>{setup}</th>" in page for setup in result) and '"open_vswitch"' in page

@@ -8,14 +8,14 @@ job's reducers so that each rack pair carries 4 MB and hints it, so the OCS carr
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
 from hybridbed.config.fabric import FRAME_BYTES
+
+from .conftest import run_cli
 
 MB = 1_000_000
 
@@ -62,23 +62,7 @@ def compare(tmp_path, policies: str, steering: str = "all", jobs: str = SHUFFLE_
     path = tmp_path / "jp.yaml"
     path.write_text(yaml.safe_dump(scenario))
     out = tmp_path / "cmp"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hybridbed.cli",
-            "compare",
-            str(path),
-            "--policies",
-            policies,
-            "--out",
-            str(out),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
+    proc = run_cli("compare", str(path), "--policies", policies, "--out", str(out), "--json", timeout=400)
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout)
     assert all(r["status"] == "done" for r in result.values())

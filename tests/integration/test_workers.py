@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -23,6 +21,8 @@ from hybridbed.scheduler.model import build_job
 from hybridbed.testbed.runs import STATE_ROOT, recorded_runs
 from hybridbed.workers.cgroups import CgroupLayout, TaskCgroup
 from hybridbed.workloads.build import build_workload
+
+from .conftest import run_cli
 
 MB = 1_000_000
 
@@ -233,12 +233,7 @@ def test_bad_scenario_is_refused_and_leaves_nothing(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nfabric: {racks: 0, hosts_per_rack: 2}\n")
     before = sorted(STATE_ROOT.glob("*")) if STATE_ROOT.exists() else []
-    proc = subprocess.run(
-        [sys.executable, "-m", "hybridbed.cli", "run", str(bad), "--out", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = run_cli("run", str(bad), "--out", str(tmp_path / "out"), timeout=60)
     assert proc.returncode == 2
     assert "fabric.racks" in proc.stderr
     assert not (tmp_path / "out").exists()
