@@ -28,6 +28,7 @@ from pathlib import Path
 import dpkt
 import numpy as np
 import pandas as pd
+from scipy.optimize import linear_sum_assignment
 
 # Linux's TCP_RTO_MIN (include/net/tcp.h): the shortest retransmission timeout.
 TCP_RTO_MIN_S = 0.2
@@ -144,8 +145,10 @@ def run_stalls(capture_dir: Path, host_ips: dict[str, str]) -> TimerStalls:
 def flow_connections(run_dir: Path, capture_dir: Path) -> pd.DataFrame:
     """flows.csv's rows between hosts (an emulated run's, with their `path`), each with its connection as the
     captures (in `capture_dir`) saw it: `connection_s`, its first to its last packet, and `waits`, its timer
-    waits in seconds after the run's start. A host pair's rows and connections are paired in the order they
-    started; where a pair's counts differ they cannot be told apart, and its rows get NaN and None."""
+    waits in seconds after the run's start. A host pair's rows and connections are paired one to one by when
+    they opened, the gaps between the rows' starts and the connections' first packets the least in sum (their
+    order, where the counts are equal); connections left over have no row (a killed task's fetch), and where a
+    pair has fewer connections than rows its rows get NaN and None."""
     hosts = json.loads((run_dir / "cluster.json").read_text())["hosts"]
     origin = json.loads((run_dir / "summary.json").read_text())["started_at_unix"]
     name_of = {h["ip"]: h["name"] for h in hosts}
@@ -157,18 +160,18 @@ def flow_connections(run_dir: Path, capture_dir: Path) -> pd.DataFrame:
         ],
         columns=["src_host", "dst_host", "connection"],
     )
-    by_pair = {
-        pair: sorted(conns, key=lambda c: c.first_s)
-        for pair, conns in captured.groupby(["src_host", "dst_host"]).connection
-    }
+    by_pair = {pair: list(conns) for pair, conns in captured.groupby(["src_host", "dst_host"]).connection}
     flows = pd.read_csv(run_dir / "flows.csv")
     flows = flows[flows.src_host != flows.dst_host].sort_values("start_s", kind="stable")
     parts = []
     for pair, rows in flows.groupby(["src_host", "dst_host"], sort=False):
         conns = by_pair.get(pair, [])
-        if len(conns) != len(rows):
+        if len(conns) < len(rows):
             parts.append(rows.assign(connection_s=np.nan, waits=None))
             continue
+        firsts = np.array([c.first_s - origin for c in conns])
+        _, chosen = linear_sum_assignment(np.abs(rows.start_s.to_numpy()[:, None] - firsts[None, :]))
+        conns = [conns[i] for i in chosen]
         spells = [[(a - origin, b - origin) for a, b in c.waits] for c in conns]
         parts.append(
             rows.assign(

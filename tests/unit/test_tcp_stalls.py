@@ -113,7 +113,8 @@ def test_a_syn_ack_sent_again_after_the_request_does_not_split_the_connection(tm
 
 def captured_run(tmp_path: Path) -> Path:
     """A run of three hosts: a served b three fetches, two of which waited for a timer, overlapping, over the EPS,
-    and one over a circuit without a wait; c's fetch was not captured, and b read from itself."""
+    and one over a circuit without a wait, and a fourth, killed, that flows.csv has no row for; c's fetch was not
+    captured, and b read from itself."""
     origin = 100.0
     (tmp_path / "pcap").mkdir()
     hosts = [{"name": "a", "ip": SERVER}, {"name": "b", "ip": CLIENT}, {"name": "c", "ip": "10.0.2.1"}]
@@ -122,7 +123,8 @@ def captured_run(tmp_path: Path) -> Path:
     waited = [(origin + t, p) for t, p in fetch(1000)]  # waits 1.2 s from 0.05 s
     waited_too = [(origin + 0.5 + t, p) for t, p in fetch(1000, sport=40001)]  # 1.2 s from 0.55 s: overlaps
     clean = [(origin + 3 + t, p) for t, p in fetch(1000, sport=40002)[:6]]  # no timer
-    write_capture(tmp_path / "pcap" / "a.pcap", sorted(waited + waited_too + clean))
+    killed = [(origin + 2 + t, p) for t, p in fetch(1000, sport=40003)]  # waits too, but belongs to no row
+    write_capture(tmp_path / "pcap" / "a.pcap", sorted(waited + waited_too + clean + killed))
     write_capture(tmp_path / "pcap" / "b.pcap", [])
     write_capture(tmp_path / "pcap" / "c.pcap", [])
     pd.DataFrame(
