@@ -152,15 +152,10 @@ def flow_connections(run_dir: Path, capture_dir: Path) -> pd.DataFrame:
     hosts = json.loads((run_dir / "cluster.json").read_text())["hosts"]
     origin = json.loads((run_dir / "summary.json").read_text())["started_at_unix"]
     name_of = {h["ip"]: h["name"] for h in hosts}
-    captured = pd.DataFrame(
-        [
-            {"src_host": h["name"], "dst_host": name_of.get(c.receiver_ip), "connection": c}
-            for h in hosts
-            for c in host_connections(capture_dir / f"{h['name']}.pcap", h["ip"])
-        ],
-        columns=["src_host", "dst_host", "connection"],
-    )
-    by_pair = {pair: list(conns) for pair, conns in captured.groupby(["src_host", "dst_host"]).connection}
+    by_pair: dict[tuple[str, str | None], list[ConnectionWaits]] = {}  # (sender, receiver) -> its connections
+    for h in hosts:
+        for c in host_connections(capture_dir / f"{h['name']}.pcap", h["ip"]):
+            by_pair.setdefault((h["name"], name_of.get(c.receiver_ip)), []).append(c)
     flows = pd.read_csv(run_dir / "flows.csv")
     flows = flows[flows.src_host != flows.dst_host].sort_values("start_s", kind="stable")
     parts = []
