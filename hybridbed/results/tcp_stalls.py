@@ -12,7 +12,8 @@ Read from the sending host's capture: a retransmission (a segment that starts be
 connection has sent) is timer-driven when its connection had been silent, nothing sent and nothing arrived,
 for at least TCP_RTO_MIN before it: no acknowledgement triggered it, and the application cannot. Its silence
 is the time the connection waited for its timer. (Tail loss probes on a shorter timer are left out; they
-wait less than that.) `flow_connections` pairs flows.csv's rows with the captured connections; per reducer,
+wait less than that.) A wait that began at the timer's previous retransmission, nothing having passed since,
+is the timer backed off after that retransmission was lost too; the summary gives those waits' share. `flow_connections` pairs flows.csv's rows with the captured connections; per reducer,
 `reducer_waits` gives the time during which any of its connections waited, which bench/sim_vs_emu.py sets
 against how much longer its shuffle took than simulated, and `path_waits` splits the waits by the path the
 connections took.
@@ -63,6 +64,7 @@ class TimerStalls:
     connections: int
     connection_s: float  # every connection's time from its first to its last packet, summed
     silences_s: list[float]
+    backed_off_s: list[float]  # those of the silences that began at a timer's retransmission: it was lost too
 
     @classmethod
     def of(cls, connections: list[ConnectionWaits]) -> TimerStalls:
@@ -70,6 +72,12 @@ class TimerStalls:
             connections=len(connections),
             connection_s=sum(c.last_s - c.first_s for c in connections),
             silences_s=[end - start for c in connections for start, end in c.waits],
+            backed_off_s=[
+                end - start
+                for c in connections
+                for (_, before), (start, end) in zip(c.waits, c.waits[1:])
+                if start == before  # nothing went either way since the last retransmission: the timer doubled
+            ],
         )
 
     def summary(self) -> dict:
@@ -80,6 +88,7 @@ class TimerStalls:
             "timer_retransmissions": len(silences),
             "timer_silence_s": round(waited, 3),
             "timer_silence_share": round(waited / self.connection_s, 4) if self.connection_s else None,
+            "timer_backed_off_share": round(sum(self.backed_off_s) / waited, 4) if waited else None,
             "timer_silence_median_s": round(float(np.median(silences)), 3) if len(silences) else None,
             "timer_silence_max_s": round(float(silences.max()), 3) if len(silences) else None,
         }

@@ -71,6 +71,25 @@ def test_only_the_retransmission_after_a_silence_is_timer_driven(tmp_path, first
     assert stalls.connection_s == pytest.approx(1.3)
     summary = stalls.summary()
     assert summary["timer_retransmissions"] == 1 and summary["timer_silence_share"] == pytest.approx(1.2 / 1.3, 1e-3)
+    assert summary["timer_backed_off_share"] == 0
+
+
+def test_a_wait_counts_as_backed_off_only_when_it_began_at_the_timers_last_retransmission(tmp_path):
+    served, first_seq = (SERVER, CLIENT, 7070, 40000), 1000
+    *started, _acknowledged = fetch(first_seq)
+    packets = [
+        *started,
+        (3.6502, frame(*served, first_seq + 2 * MSS, MSS)),  # the timer's retransmission was lost: doubled, again
+        (3.700, frame(CLIENT, SERVER, 40000, 7070, 5060, 0, ack=first_seq + 3 * MSS)),
+        (3.710, frame(*served, first_seq + 3 * MSS, MSS)),
+        (4.910, frame(*served, first_seq + 3 * MSS, MSS)),  # a new loss: its silence began at a new segment
+        (4.950, frame(CLIENT, SERVER, 40000, 7070, 5060, 0, ack=first_seq + 4 * MSS)),
+    ]
+    write_capture(tmp_path / "h.pcap", packets)
+    stalls = host_stalls(tmp_path / "h.pcap", SERVER)
+    assert stalls.silences_s == pytest.approx([1.2, 2.4, 1.2])
+    assert stalls.backed_off_s == pytest.approx([2.4])
+    assert stalls.summary()["timer_backed_off_share"] == pytest.approx(0.5, 1e-3)
 
 
 def test_a_connection_counts_at_the_host_that_sent_its_data_not_the_one_that_asked(tmp_path):
