@@ -1,5 +1,5 @@
-"""Small DSP and MR-POTS scenarios that the unit tests simulate and the integration tests emulate: a few
-hosts kept busy enough that DSP preempts and MR-POTS shares."""
+"""Small DSP, MR-POTS and DAG scenarios that the unit tests simulate and the integration tests emulate: a few
+hosts kept busy enough that DSP preempts and MR-POTS shares, or roomy enough that a DAG's stages overlap."""
 
 from __future__ import annotations
 
@@ -72,5 +72,29 @@ def small_mrpots(policy: str, backend: str = "simulation") -> Scenario:
             },
             "scheduler": {"policy": policy},
             "max_duration_s": 900,
+        }
+    )
+
+
+def small_dag(backend: str, workload: dict, max_duration_s: float) -> Scenario:
+    """TPC-H-like DAG jobs under DAGPS on 4 hosts with room for all their tasks at once; `workload` gives the
+    jobs, their arrivals and the DAG and task fields."""
+    return Scenario.model_validate(
+        {
+            "name": f"dag-small-{backend}",
+            "backend": backend,
+            "seed": 3,
+            "scale": 0.01,
+            "fabric": {"racks": 2, "hosts_per_rack": 2, "host_rate_mbps": 10, "variant": "eps"},
+            "workers": {
+                "slots_per_host": 16,
+                "cores_per_host": 12,
+                "memory_mb_per_host": 32000,
+                "disk_read_mbps_per_host": 16,
+                "disk_write_mbps_per_host": 16,
+            },
+            "workload": {"source": "dag", **workload},
+            "scheduler": {"policy": "dagps"},
+            "max_duration_s": max_duration_s,
         }
     )

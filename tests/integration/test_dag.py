@@ -5,37 +5,23 @@ from __future__ import annotations
 
 import pandas as pd
 
-from hybridbed.config.scenario import Scenario
 from hybridbed.experiments.emulated import run_scenario
 from hybridbed.scheduler.assembly import container
 from hybridbed.scheduler.model import build_job
 from hybridbed.workloads.build import build_workload
+from tests.small_scenarios import small_dag
 
 
 def test_dag_jobs_fetch_from_every_parent_task_and_respect_precedence(tmp_path):
-    scenario = Scenario.model_validate(
+    scenario = small_dag(
+        "emulation",
         {
-            "name": "it-dag",
-            "seed": 3,
-            "scale": 0.01,
-            "fabric": {"racks": 2, "hosts_per_rack": 2, "host_rate_mbps": 10, "variant": "eps"},
-            "workers": {
-                "slots_per_host": 16,
-                "cores_per_host": 12,
-                "memory_mb_per_host": 32000,
-                "disk_read_mbps_per_host": 16,
-                "disk_write_mbps_per_host": 16,
-            },
-            "workload": {
-                "source": "dag",
-                "jobs": 3,
-                "arrival_window_s": 5,
-                "dag": {"benchmark": "tpch", "templates": 2, "fact_tasks": 3, "max_tasks": 3},
-                "suite": {"block_mb": 64, "cpu_heavy_s": 1, "io_heavy_s": 0.5},
-            },
-            "scheduler": {"policy": "dagps"},
-            "max_duration_s": 600,
-        }
+            "jobs": 3,
+            "arrival_window_s": 5,
+            "dag": {"benchmark": "tpch", "templates": 2, "fact_tasks": 3, "max_tasks": 3},
+            "suite": {"block_mb": 64, "cpu_heavy_s": 1, "io_heavy_s": 0.5},
+        },
+        max_duration_s=600,
     )
     out = tmp_path / "run"
     summary = run_scenario(scenario, out)

@@ -27,6 +27,7 @@ from hybridbed.scheduler.policy import Policy
 from hybridbed.workloads.build import build_workload
 from hybridbed.workloads.dag import DagShape, dag_jobs
 from hybridbed.workloads.tetris_suite import HostBandwidth, SuiteShape
+from tests.small_scenarios import small_dag
 
 CONTAINER = Resources(1, 256)
 
@@ -391,30 +392,15 @@ def test_dagps_deficit_counters_bound_what_one_queue_takes_from_another():
 def test_a_dag_workload_runs_in_the_simulator_with_strict_precedence(tmp_path: Path):
     import pandas as pd
 
-    scenario = Scenario.model_validate(
+    scenario = small_dag(
+        "simulation",
         {
-            "name": "sim-dag",
-            "backend": "simulation",
-            "seed": 3,
-            "scale": 0.01,
-            "fabric": {"racks": 2, "hosts_per_rack": 2, "host_rate_mbps": 10, "variant": "eps"},
-            "workers": {
-                "slots_per_host": 16,
-                "cores_per_host": 12,
-                "memory_mb_per_host": 32000,
-                "disk_read_mbps_per_host": 16,
-                "disk_write_mbps_per_host": 16,
-            },
-            "workload": {
-                "source": "dag",
-                "jobs": 4,
-                "arrival_window_s": 20,
-                "dag": {"templates": 3, "fact_tasks": 4, "max_tasks": 4},
-                "suite": {"cpu_heavy_s": 2},
-            },
-            "scheduler": {"policy": "dagps"},
-            "max_duration_s": 3000,
-        }
+            "jobs": 4,
+            "arrival_window_s": 20,
+            "dag": {"templates": 3, "fact_tasks": 4, "max_tasks": 4},
+            "suite": {"cpu_heavy_s": 2},
+        },
+        max_duration_s=3000,
     )
     summary = run_simulation(scenario, tmp_path / "run")
     assert summary["status"] == "done" and summary["jobs_done"] == 4

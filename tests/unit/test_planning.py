@@ -22,6 +22,7 @@ from hybridbed.policies.planning.timeline import Timeline
 from hybridbed.scheduler.cluster import ClusterState, HostState, NetworkView
 from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.model import JobSpec, Predicted, Resources, StageKind, build_job
+from tests.clusters import grid_cluster
 
 GB = 1e9
 CONTAINER = Resources(1, 256)
@@ -248,16 +249,7 @@ def test_sub_batch_score_is_the_dot_product_of_demand_and_remaining_capacity():
 
 
 def cluster(racks=4, hosts=2, slots=2, slowstart=1.0) -> ClusterState:
-    return ClusterState(
-        racks,
-        {
-            f"r{r}h{h}": HostState(f"r{r}h{h}", r, slots, Resources(slots, slots * 256))
-            for r in range(racks)
-            for h in range(hosts)
-        },
-        slowstart,
-        network=network(),
-    )
+    return grid_cluster(racks, hosts, slots, slowstart, network())
 
 
 def run_to_completion(policy, specs, state: ClusterState) -> dict:

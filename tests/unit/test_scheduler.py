@@ -10,25 +10,18 @@ import pytest
 from hybridbed.policies.drf import DrfPolicy
 from hybridbed.policies.fair import FairPolicy, FairSlotsPolicy
 from hybridbed.policies.fifo import FifoPolicy
-from hybridbed.scheduler.cluster import ClusterState, HostState
+from hybridbed.scheduler.cluster import ClusterState
 from hybridbed.scheduler.core import PolicyError, SchedulerCore
 from hybridbed.scheduler.model import JobSpec, Resources, StageKind, TaskState, build_job
 from hybridbed.scheduler.placement import choose_replicas
 from hybridbed.scheduler.policy import Policy, make_policy, registered_policies
+from tests.clusters import grid_cluster
 
 CONTAINER = Resources(1, 256)
 
 
 def cluster(racks: int = 2, hosts: int = 2, slots: int = 2, slowstart: float = 1.0) -> ClusterState:
-    return ClusterState(
-        racks,
-        {
-            f"r{r}h{h}": HostState(f"r{r}h{h}", r, slots, Resources(slots, slots * 256))
-            for r in range(racks)
-            for h in range(hosts)
-        },
-        slowstart,
-    )
+    return grid_cluster(racks, hosts, slots, slowstart)
 
 
 def spec(job_id: str, maps: int = 4, reduces: int = 2, arrival: float = 0.0, shuffle: int = 10_000) -> JobSpec:
