@@ -119,9 +119,11 @@ def timer_wait_tables(emulated: Path, simulated: Path, setups: list[str], consol
         table.add_column(column, justify="right")
     by_path = Table(
         title="connections' timer waits by path (rack, eps, ocs; mixed: part on a circuit)",
-        caption="silence share: of the connections' time, the silence before their timer retransmissions",
+        caption="silence share: of the connections' time, the silence before their timer retransmissions; "
+        "backed off: of that silence, the waits after a timer's retransmission that was lost too",
     )
-    for column in ("setup", "kind", "path", "connections", "connection s", "waits", "silence s", "silence share"):
+    path_columns = ("setup", "kind", "path", "connections", "connection s", "waits", "silence s", "silence share")
+    for column in (*path_columns, "backed off"):
         by_path.add_column(column, justify="right")
     for setup in setups:
         if not (emulated / setup / CAPTURE_DIR).is_dir():
@@ -153,6 +155,7 @@ def timer_wait_tables(emulated: Path, simulated: Path, setups: list[str], consol
                 f"{row.timer_waits:d}",
                 f"{row.timer_silence_s:.0f}",
                 f"{row.timer_silence_share:.3f}",
+                f"{row.timer_backed_off_share:.2f}" if row.timer_waits else "-",
             )
     if table.row_count:
         console.print(table)

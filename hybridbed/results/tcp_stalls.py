@@ -72,12 +72,7 @@ class TimerStalls:
             connections=len(connections),
             connection_s=sum(c.last_s - c.first_s for c in connections),
             silences_s=[end - start for c in connections for start, end in c.waits],
-            backed_off_s=[
-                end - start
-                for c in connections
-                for (_, before), (start, end) in zip(c.waits, c.waits[1:])
-                if start == before  # nothing went either way since the last retransmission: the timer doubled
-            ],
+            backed_off_s=[silence for c in connections for silence in backed_off(c.waits)],
         )
 
     def summary(self) -> dict:
@@ -92,6 +87,12 @@ class TimerStalls:
             "timer_silence_median_s": round(float(np.median(silences)), 3) if len(silences) else None,
             "timer_silence_max_s": round(float(silences.max()), 3) if len(silences) else None,
         }
+
+
+def backed_off(waits: list[tuple[float, float]]) -> list[float]:
+    """The silences of a connection's `waits` that began at its timer's previous retransmission, nothing having
+    gone either way since: that retransmission was lost too, and the timer backed off."""
+    return [end - start for (_, before), (start, end) in zip(waits, waits[1:]) if start == before]
 
 
 def host_connections(pcap: Path, host_ip: str) -> list[ConnectionWaits]:
@@ -198,19 +199,25 @@ def reducer_waits(connections: pd.DataFrame) -> pd.Series:
 
 def path_waits(connections: pd.DataFrame) -> pd.DataFrame:
     """The paired connections of `flow_connections` by kind and path (rack, eps, ocs or mixed): how many, their
-    time summed, their timer waits, the silence before those and its share of their time: whether a run's
-    connections waited over the EPS, over circuits, or both."""
+    time summed, their timer waits, the silence before those, its share of their time and the share of it that
+    was the timer backed off: whether a run's connections waited over the EPS, over circuits, or both."""
     paired = connections.dropna(subset=["connection_s"])
     paired = paired.assign(
-        timer_waits=paired.waits.map(len), timer_silence_s=paired.waits.map(lambda w: sum(b - a for a, b in w))
+        timer_waits=paired.waits.map(len),
+        timer_silence_s=paired.waits.map(lambda w: sum(b - a for a, b in w)),
+        backed_off_s=paired.waits.map(lambda w: sum(backed_off(w))),
     )
     table = paired.groupby(["kind", "path"]).agg(
         connections=("connection_s", "size"),
         connection_s=("connection_s", "sum"),
         timer_waits=("timer_waits", "sum"),
         timer_silence_s=("timer_silence_s", "sum"),
+        backed_off_s=("backed_off_s", "sum"),
     )
-    return table.assign(timer_silence_share=table.timer_silence_s / table.connection_s)
+    return table.assign(
+        timer_silence_share=table.timer_silence_s / table.connection_s,
+        timer_backed_off_share=table.backed_off_s / table.timer_silence_s,
+    )
 
 
 def _covered(spells: list[tuple[float, float]]) -> float:

@@ -46,10 +46,14 @@ def write_capture(path: Path, packets: list[tuple[float, bytes]]) -> None:
             writer.writepkt(packet[:SNAPLEN_BYTES], ts=t)
 
 
-def fetch(first_seq: int, sport: int = 40000) -> list[tuple[float, bytes]]:
+def fetch(first_seq: int, sport: int = 40000, lost_again: bool = False) -> list[tuple[float, bytes]]:
     """A client's request, three segments back, a duplicate ACK answered at once by a fast retransmission of the
-    second, then 1.2 s of silence and the third again (its timer)."""
+    second, then 1.2 s of silence and the third again (its timer); `lost_again`: that copy is lost too, and the
+    timer, backed off, sends it again 2.4 s later."""
     served = (SERVER, CLIENT, 7070, sport)
+    third_again = [(1.2502, frame(*served, first_seq + 2 * MSS, MSS))]  # its timer: nothing came for 1.2 s
+    if lost_again:
+        third_again.append((3.6502, frame(*served, first_seq + 2 * MSS, MSS)))
     return [
         (0.000, frame(CLIENT, SERVER, sport, 7070, 5000, 60)),  # the request line
         (0.010, frame(*served, first_seq, MSS)),
@@ -57,8 +61,8 @@ def fetch(first_seq: int, sport: int = 40000) -> list[tuple[float, bytes]]:
         (0.012, frame(*served, first_seq + 2 * MSS, MSS)),
         (0.050, frame(CLIENT, SERVER, sport, 7070, 5060, 0, ack=first_seq + MSS)),
         (0.0502, frame(*served, first_seq + MSS, MSS)),  # fast retransmission: triggered by the ACK
-        (1.2502, frame(*served, first_seq + 2 * MSS, MSS)),  # its timer: nothing came for 1.2 s
-        (1.300, frame(CLIENT, SERVER, sport, 7070, 5060, 0, ack=first_seq + 3 * MSS)),
+        *third_again,
+        (3.700 if lost_again else 1.300, frame(CLIENT, SERVER, sport, 7070, 5060, 0, ack=first_seq + 3 * MSS)),
     ]
 
 
@@ -76,11 +80,8 @@ def test_only_the_retransmission_after_a_silence_is_timer_driven(tmp_path, first
 
 def test_a_wait_counts_as_backed_off_only_when_it_began_at_the_timers_last_retransmission(tmp_path):
     served, first_seq = (SERVER, CLIENT, 7070, 40000), 1000
-    *started, _acknowledged = fetch(first_seq)
     packets = [
-        *started,
-        (3.6502, frame(*served, first_seq + 2 * MSS, MSS)),  # the timer's retransmission was lost: doubled, again
-        (3.700, frame(CLIENT, SERVER, 40000, 7070, 5060, 0, ack=first_seq + 3 * MSS)),
+        *fetch(first_seq, lost_again=True),
         (3.710, frame(*served, first_seq + 3 * MSS, MSS)),
         (4.910, frame(*served, first_seq + 3 * MSS, MSS)),  # a new loss: its silence began at a new segment
         (4.950, frame(CLIENT, SERVER, 40000, 7070, 5060, 0, ack=first_seq + 4 * MSS)),
@@ -131,7 +132,8 @@ def test_a_syn_ack_sent_again_after_the_request_does_not_split_the_connection(tm
 
 
 def captured_run(tmp_path: Path) -> Path:
-    """A run of three hosts: a served b three fetches, two of which waited for a timer, overlapping, over the EPS,
+    """A run of three hosts: a served b three fetches, two of which waited for a timer, overlapping (the second
+    twice, backed off), over the EPS,
     and one over a circuit without a wait, and a fourth, killed, that flows.csv has no row for; c's fetch was not
     captured, and b read from itself."""
     origin = 100.0
@@ -140,7 +142,7 @@ def captured_run(tmp_path: Path) -> Path:
     (tmp_path / "cluster.json").write_text(json.dumps({"hosts": hosts}))
     (tmp_path / "summary.json").write_text(json.dumps({"started_at_unix": origin}))
     waited = [(origin + t, p) for t, p in fetch(1000)]  # waits 1.2 s from 0.05 s
-    waited_too = [(origin + 0.5 + t, p) for t, p in fetch(1000, sport=40001)]  # 1.2 s from 0.55 s: overlaps
+    waited_too = [(origin + 0.5 + t, p) for t, p in fetch(1000, 40001, lost_again=True)]  # from 0.55 s, 3.6 s
     clean = [(origin + 3 + t, p) for t, p in fetch(1000, sport=40002)[:6]]  # no timer
     killed = [(origin + 2 + t, p) for t, p in fetch(1000, sport=40003)]  # waits too, but belongs to no row
     write_capture(tmp_path / "pcap" / "a.pcap", sorted(waited + waited_too + clean + killed))
@@ -161,7 +163,7 @@ def captured_run(tmp_path: Path) -> Path:
 
 def test_a_reducers_wait_is_the_time_any_of_its_connections_waited(tmp_path):
     waits = reducer_waits(flow_connections(captured_run(tmp_path), tmp_path / "pcap"))
-    assert waits[("r0", 0)] == pytest.approx(1.7)  # 0.05-1.25 and 0.55-1.75 s together
+    assert waits[("r0", 0)] == pytest.approx(4.1)  # 0.05-1.25 and 0.55-4.15 s together
     assert waits[("r1", 0)] == 0.0 and math.isnan(waits[("r2", 0)])
 
 
@@ -169,9 +171,9 @@ def test_the_waits_are_split_by_the_path_their_connections_took(tmp_path):
     table = path_waits(flow_connections(captured_run(tmp_path), tmp_path / "pcap"))
     assert list(table.index) == [("shuffle", "eps"), ("shuffle", "ocs")]  # the unpaired one is left out
     eps, ocs = table.loc[("shuffle", "eps")], table.loc[("shuffle", "ocs")]
-    assert eps.connections == 2 and eps.timer_waits == 2
-    assert eps.timer_silence_s == pytest.approx(2.4) and eps.connection_s == pytest.approx(2 * 1.3)
-    assert eps.timer_silence_share == pytest.approx(2.4 / 2.6)
+    assert eps.connections == 2 and eps.timer_waits == 3
+    assert eps.timer_silence_s == pytest.approx(4.8) and eps.connection_s == pytest.approx(1.3 + 3.7)
+    assert eps.timer_silence_share == pytest.approx(4.8 / 5.0) and eps.timer_backed_off_share == pytest.approx(0.5)
     assert ocs.connections == 1 and ocs.timer_waits == 0 and ocs.timer_silence_share == 0.0
 
 
