@@ -44,14 +44,22 @@ def run_both(scenario_path: Path, setups: list[str] | None, out: Path, capture: 
     return out / "emulation", out / "simulation", setups
 
 
+def numbers_table(title: str, columns: tuple[str, ...], caption: str | None = None) -> Table:
+    """A table of these columns, right-aligned, as numbers read best."""
+    table = Table(title=title, caption=caption)
+    for column in columns:
+        table.add_column(column, justify="right")
+    return table
+
+
 def makespan_table(emulated: Path, simulated: Path, setups: list[str], console: Console) -> None:
     sim = pd.read_csv(simulated / "comparison.csv").set_index("setup")
     emu = pd.read_csv(emulated / "comparison.csv").set_index("setup")
-    table = Table(title="simulated vs emulated makespan")
-    for column in ("setup", "emulated s", "simulated s", "simulated / emulated", f"within {TARGET:.0%}"):
-        table.add_column(column, justify="right")
-    for column in ("shuffle OCS share emu", "shuffle OCS share sim", "fidelity emu"):
-        table.add_column(column, justify="right")
+    table = numbers_table(
+        "simulated vs emulated makespan",
+        ("setup", "emulated s", "simulated s", "simulated / emulated", f"within {TARGET:.0%}")
+        + ("shuffle OCS share emu", "shuffle OCS share sim", "fidelity emu"),
+    )
     for setup in setups:
         ratio = sim.makespan_s[setup] / emu.makespan_s[setup]
         table.add_row(
@@ -80,9 +88,7 @@ def phase_table(emulated: Path, simulated: Path, setups: list[str], console: Con
         emu, sim = load(emulated / setup), load(simulated / setup)
         side = pd.concat([phase_measures(emu), phase_measures(sim)], axis=1, keys=["emulated", "simulated"], sort=False)
         side["sim / emu"] = side.simulated / side.emulated
-        table = Table(title=f"{setup}: where the time went")
-        for column in ("measure", "emulated", "simulated", "sim / emu"):
-            table.add_column(column, justify="right")
+        table = numbers_table(f"{setup}: where the time went", ("measure", "emulated", "simulated", "sim / emu"))
         for measure, row in side.iterrows():
             table.add_row(str(measure), *(f"{v:.3g}" for v in row))
         console.print(table)
@@ -109,22 +115,19 @@ def timer_wait_tables(emulated: Path, simulated: Path, setups: list[str], consol
     """Per captured setup: how much longer the reducers' shuffles took than simulated, for those none of whose
     connections waited for TCP's retransmission timer and for those with a wait; and the connections' waits
     by the path they took."""
-    table = Table(
-        title="reducers' shuffle, emulated - simulated (excess), by whether a connection waited for TCP's timer",
+    table = numbers_table(
+        "reducers' shuffle, emulated - simulated (excess), by whether a connection waited for TCP's timer",
+        ("setup", "silence share", "no wait: n", "excess s", "a wait: n", "excess s", "waiting s", "corr", "unpaired"),
         caption="silence share: of all connections' time; waiting: while any connection of the reducer waited; "
         "corr: of excess and waiting over the reducers; unpaired: reducers whose connections were not told apart",
     )
-    columns = ("setup", "silence share", "no wait: n", "excess s", "a wait: n", "excess s", "waiting s", "corr")
-    for column in (*columns, "unpaired"):
-        table.add_column(column, justify="right")
-    by_path = Table(
-        title="connections' timer waits by path (rack, eps, ocs; mixed: part on a circuit)",
+    by_path = numbers_table(
+        "connections' timer waits by path (rack, eps, ocs; mixed: part on a circuit)",
+        ("setup", "kind", "path", "connections", "connection s", "waits", "silence s", "silence share")
+        + ("backed off",),
         caption="silence share: of the connections' time, the silence before their timer retransmissions; "
         "backed off: of that silence, the waits after a timer's retransmission that was lost too",
     )
-    path_columns = ("setup", "kind", "path", "connections", "connection s", "waits", "silence s", "silence share")
-    for column in (*path_columns, "backed off"):
-        by_path.add_column(column, justify="right")
     for setup in setups:
         if not (emulated / setup / CAPTURE_DIR).is_dir():
             continue
