@@ -124,6 +124,35 @@ def launch(
     return receive(channel, "started")
 
 
+def fetch_big_block(channel: Channel, task_id: str, output_bytes: int, rate_bps: float | None) -> dict:
+    """A reducer launched to fetch BIG_BLOCK from this host's m0 (its data server), held to `rate_bps` (None:
+    uncapped): its started message, sent once it has been told of the block."""
+    channel.send(
+        {
+            "op": "launch",
+            "task": {
+                "task_id": task_id,
+                "attempt": 0,
+                "kind": "reduce",
+                "cores": 1.0,
+                "memory_mb": 256,
+                "compute_s": 0.1,
+                "partitions": [],
+                "output_bytes": output_bytes,
+                "output_dir": f"out/j/{task_id}.a0",
+                "rate_bps": rate_bps,
+                "disk_read_bps": None,
+                "disk_write_bps": None,
+                "n_sources": 1,
+            },
+        }
+    )
+    started = receive(channel, "started")
+    notice = {"source": "m0", "host": "h0", "ip": "127.0.0.1", "path": "blocks/big", "bytes": BIG_BLOCK}
+    channel.send({"op": "notice", "key": f"{task_id}.a0", "notice": notice})
+    return started
+
+
 def test_a_suspended_task_resumes_where_it_was_after_the_overhead(agent):
     started = launch(agent, "t0")
     freezer = Path(started["cgroups"][-1])
@@ -212,34 +241,7 @@ def test_heartbeats_report_the_disk_bandwidth_in_use(agent_with_disk):
 def test_what_the_data_server_reads_for_another_host_shares_the_disk(agent_with_disk):
     """A reducer fetching 4 MB from the host (no network cap) is held to the disk's 1 MB/s: about 4 s."""
     channel = agent_with_disk
-    channel.send(
-        {
-            "op": "launch",
-            "task": {
-                "task_id": "t6",
-                "attempt": 0,
-                "kind": "reduce",
-                "cores": 1.0,
-                "memory_mb": 256,
-                "compute_s": 0.1,
-                "partitions": [],
-                "output_bytes": 0,
-                "output_dir": "out/j/t6.a0",
-                "rate_bps": None,
-                "disk_read_bps": None,
-                "disk_write_bps": None,
-                "n_sources": 1,
-            },
-        }
-    )
-    started = receive(channel, "started")
-    channel.send(
-        {
-            "op": "notice",
-            "key": "t6.a0",
-            "notice": {"source": "m0", "host": "h0", "ip": "127.0.0.1", "path": "blocks/big", "bytes": BIG_BLOCK},
-        }
-    )
+    started = fetch_big_block(channel, "t6", output_bytes=0, rate_bps=None)
     took = receive(channel, "finished")["time"] - started["time"]
     assert 3.6 <= took <= 5.5, took
 
@@ -248,34 +250,7 @@ def test_a_fetch_under_way_slows_to_a_new_network_share(agent):
     """A reducer fetching 4 MB over real TCP (its sender paced at 1 MB/s: 4 s) is given half that rate after
     about 0.5 s: the rest, at 0.5 MB/s at its receiving side, takes about 7 s more."""
     channel = agent
-    channel.send(
-        {
-            "op": "launch",
-            "task": {
-                "task_id": "t3",
-                "attempt": 0,
-                "kind": "reduce",
-                "cores": 1.0,
-                "memory_mb": 256,
-                "compute_s": 0.1,
-                "partitions": [],
-                "output_bytes": 1000,
-                "output_dir": "out/j/t3.a0",
-                "rate_bps": 8e6,
-                "disk_read_bps": None,
-                "disk_write_bps": None,
-                "n_sources": 1,
-            },
-        }
-    )
-    started = receive(channel, "started")
-    channel.send(
-        {
-            "op": "notice",
-            "key": "t3.a0",
-            "notice": {"source": "m0", "host": "h0", "ip": "127.0.0.1", "path": "blocks/big", "bytes": BIG_BLOCK},
-        }
-    )
+    started = fetch_big_block(channel, "t3", output_bytes=1000, rate_bps=8e6)
     time.sleep(0.5)
     channel.send({"op": "share", "key": "t3.a0", "share": {"cores": 1.0, "rate_bps": 4e6}})
     finished = receive(channel, "finished")
