@@ -57,8 +57,10 @@ def makespan_table(emulated: Path, simulated: Path, setups: list[str], console: 
     emu = pd.read_csv(emulated / "comparison.csv").set_index("setup")
     table = numbers_table(
         "simulated vs emulated makespan",
-        ("setup", "emulated s", "simulated s", "simulated / emulated", f"within {TARGET:.0%}")
-        + ("shuffle OCS share emu", "shuffle OCS share sim", "fidelity emu"),
+        (
+            *("setup", "emulated s", "simulated s", "simulated / emulated", f"within {TARGET:.0%}"),
+            *("shuffle OCS share emu", "shuffle OCS share sim", "fidelity emu"),
+        ),
     )
     for setup in setups:
         ratio = sim.makespan_s[setup] / emu.makespan_s[setup]
@@ -123,8 +125,10 @@ def timer_wait_tables(emulated: Path, simulated: Path, setups: list[str], consol
     )
     by_path = numbers_table(
         "connections' timer waits by path (rack, eps, ocs; mixed: part on a circuit)",
-        ("setup", "kind", "path", "connections", "connection s", "waits", "silence s", "silence share")
-        + ("backed off",),
+        (
+            *("setup", "kind", "path", "connections", "connection s", "waits", "silence s", "silence share"),
+            "backed off",
+        ),
         caption="silence share: of the connections' time, the silence before their timer retransmissions; "
         "backed off: of that silence, the waits after a timer's retransmission that was lost too",
     )

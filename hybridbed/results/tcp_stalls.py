@@ -13,10 +13,10 @@ connection has sent) is timer-driven when its connection had been silent, nothin
 for at least TCP_RTO_MIN before it: no acknowledgement triggered it, and the application cannot. Its silence
 is the time the connection waited for its timer. (Tail loss probes on a shorter timer are left out; they
 wait less than that.) A wait that began at the timer's previous retransmission, nothing having passed since,
-is the timer backed off after that retransmission was lost too; the summary gives those waits' share. `flow_connections` pairs flows.csv's rows with the captured connections; per reducer,
-`reducer_waits` gives the time during which any of its connections waited, which bench/sim_vs_emu.py sets
-against how much longer its shuffle took than simulated, and `path_waits` splits the waits by the path the
-connections took.
+is the timer backed off after that retransmission was lost too; the summary gives those waits' share.
+`flow_connections` pairs flows.csv's rows with the captured connections; per reducer, `reducer_waits` gives
+the time during which any of its connections waited, which bench/sim_vs_emu.py sets against how much longer
+its shuffle took than simulated, and `path_waits` splits the waits by the path the connections took.
 """
 
 from __future__ import annotations
