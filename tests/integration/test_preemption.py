@@ -126,7 +126,7 @@ def launch(
 
 def fetch_big_block(channel: Channel, task_id: str, output_bytes: int, rate_bps: float | None) -> dict:
     """A reducer launched to fetch BIG_BLOCK from this host's m0 (its data server), held to `rate_bps` (None:
-    uncapped): its started message, sent once it has been told of the block."""
+    uncapped), and then told of the block: its started message."""
     channel.send(
         {
             "op": "launch",
