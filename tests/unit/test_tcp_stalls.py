@@ -133,9 +133,8 @@ def test_a_syn_ack_sent_again_after_the_request_does_not_split_the_connection(tm
 
 def captured_run(tmp_path: Path) -> Path:
     """A run of three hosts: a served b three fetches, two of which waited for a timer, overlapping (the second
-    twice, backed off), over the EPS,
-    and one over a circuit without a wait, and a fourth, killed, that flows.csv has no row for; c's fetch was not
-    captured, and b read from itself."""
+    twice, backed off), over the EPS, and one over a circuit without a wait, and a fourth, killed, that flows.csv
+    has no row for; c's fetch was not captured, and b read from itself."""
     origin = 100.0
     (tmp_path / "pcap").mkdir()
     hosts = [{"name": "a", "ip": SERVER}, {"name": "b", "ip": CLIENT}, {"name": "c", "ip": "10.0.2.1"}]
