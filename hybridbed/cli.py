@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,32 @@ if TYPE_CHECKING:  # pandas loads only for the commands that use it
     from hybridbed.results.progress import Progress as RunProgress
 
 console = Console(stderr=True)
+LOG_PROGRESS_S = 60.0  # seconds between a run's progress lines when stderr is no terminal
+
+
+class ProgressLines:
+    """Progress as plain lines where stderr is no terminal (a log file, a pipe): rich's live displays print
+    nothing there until they end, and a paper-scale setup runs for half an hour. A run gets a line at its
+    first report, then at most one every LOG_PROGRESS_S, and one when it ends; on a terminal, nothing (the
+    live display shows it)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._told: dict[str, float] = {}  # each run still under way -> when its last line was printed
+
+    def tell(self, run: str, text: str, ended: bool = False) -> None:
+        if console.is_terminal:
+            return
+        now = self._clock()
+        if ended or now - self._told.get(run, -math.inf) >= LOG_PROGRESS_S:
+            console.print(f"{time.strftime('%H:%M:%S')} {text}", highlight=False)
+            self._told[run] = now
+        if ended:
+            self._told.pop(run, None)
+
+
+def _progress_text(p: RunProgress) -> str:
+    return f"{p.jobs_done}/{p.jobs_total} jobs, workload at {p.elapsed_s:.0f} s, {p.running_tasks} tasks running"
 
 
 def _default(model: type[FabricSpec] | type[OcsSpec], field: str) -> str:
@@ -305,10 +332,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         console=console,
     ) as bar:
         task = bar.add_task("jobs", total=len(jobs), running=0)
+        lines = ProgressLines()
+
+        def tell(p: RunProgress) -> None:
+            bar.update(task, completed=p.jobs_done, running=p.running_tasks)
+            lines.tell(out.name, _progress_text(p))
+
         try:
-            summary = run_backend(
-                scenario, out, lambda p: bar.update(task, completed=p.jobs_done, running=p.running_tasks)
-            )
+            summary = run_backend(scenario, out, tell)
         except KeyboardInterrupt:
             console.print(f"[red]interrupted[/red]; partial results in {out}")
             return 130
@@ -361,12 +392,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     status = console.status("")
     status.start()
     running: dict[str, str] = {}  # the setups under way -> their progress, in the order they started
+    lines = ProgressLines()
 
     def tell(setup: str, p: RunProgress | None) -> None:
         if p is None:
             running.pop(setup, None)
+            lines.tell(setup, f"{setup}: ended", ended=True)
         else:
             running[setup] = f"{setup}: {p.jobs_done}/{p.jobs_total} jobs, workload at {p.elapsed_s:.0f} s"
+            lines.tell(setup, f"{setup}: {_progress_text(p)}")
         status.update("; ".join(running.values()))
 
     try:
@@ -420,9 +454,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         console=console,
     ) as bar:
         task = bar.add_task("runs", total=len(sweep.points), last="")
+        lines = ProgressLines()
 
         def tell(done: int, total: int, point: SweepPoint | None) -> None:
             bar.update(task, completed=done, last=f"last: {point.name}" if point else "")
+            lines.tell(sweep.name, f"{done}/{total} runs" + (f", last: {point.name}" if point else ""), done == total)
 
         try:
             table = run_sweep(sweep, out, workers, args.dask, tell)
