@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,32 +102,46 @@ def host_connections(pcap: Path, host_ip: str) -> list[ConnectionWaits]:
     address = socket.inet_aton(host_ip)
     connections: dict[tuple, _Connection] = {}
     ended: list[tuple[tuple, _Connection]] = []  # those whose ports a later connection took again
-    with pcap.open("rb") as f:
-        for t, frame in dpkt.pcap.Reader(f):
-            ip = dpkt.ethernet.Ethernet(frame).data
-            if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.tcp.TCP):
-                continue
-            tcp = ip.data
-            outgoing = ip.src == address
-            key = (ip.src, tcp.sport, ip.dst, tcp.dport) if outgoing else (ip.dst, tcp.dport, ip.src, tcp.sport)
-            conn = connections.get(key)
-            opening = tcp.flags & (dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK) == dpkt.tcp.TH_SYN  # not a SYN-ACK sent again
-            if conn is not None and opening and conn.sent_end is not None:
-                ended.append((key, conn))  # a new connection on the same ports: its sequence starts afresh
-                conn = None
-            if conn is None:
-                conn = connections[key] = _Connection(first_s=t, last_s=t)
-            payload = ip.len - 4 * ip.hl - 4 * tcp.off  # the capture keeps headers only: lengths from the headers
-            if outgoing and payload > 0:
-                _sent(conn, t, tcp.seq, payload)
-            if not outgoing:
-                conn.bytes_in += max(payload, 0)
-            conn.last_s = t
+    for t, frame in _frames(pcap):
+        ip = frame.data
+        if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.tcp.TCP):
+            continue  # not TCP, or cut short before its TCP header
+        tcp = ip.data
+        outgoing = ip.src == address
+        key = (ip.src, tcp.sport, ip.dst, tcp.dport) if outgoing else (ip.dst, tcp.dport, ip.src, tcp.sport)
+        conn = connections.get(key)
+        opening = tcp.flags & (dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK) == dpkt.tcp.TH_SYN  # not a SYN-ACK sent again
+        if conn is not None and opening and conn.sent_end is not None:
+            ended.append((key, conn))  # a new connection on the same ports: its sequence starts afresh
+            conn = None
+        if conn is None:
+            conn = connections[key] = _Connection(first_s=t, last_s=t)
+        payload = ip.len - 4 * ip.hl - 4 * tcp.off  # the capture keeps headers only: lengths from the headers
+        if outgoing and payload > 0:
+            _sent(conn, t, tcp.seq, payload)
+        if not outgoing:
+            conn.bytes_in += max(payload, 0)
+        conn.last_s = t
     return [
         ConnectionWaits(socket.inet_ntoa(key[2]), conn.first_s, conn.last_s, conn.waits)
         for key, conn in [*ended, *connections.items()]
         if conn.sent_end is not None and conn.sent_end > conn.bytes_in
     ]
+
+
+def _frames(pcap: Path) -> Iterator[tuple[float, dpkt.ethernet.Ethernet]]:
+    """The capture's frames with their times, but for a last record cut short: a capture ended in the middle of
+    writing one (tcpdump killed, or a further server's stream cut with its ssh session) holds every frame
+    before it whole."""
+    with pcap.open("rb") as f:
+        records = iter(dpkt.pcap.Reader(f))
+        while True:
+            try:
+                t, frame = next(records)
+                parsed = dpkt.ethernet.Ethernet(frame)
+            except (StopIteration, dpkt.NeedData):  # the end, or a record cut short in its header or frame
+                return
+            yield t, parsed
 
 
 def host_stalls(pcap: Path, host_ip: str) -> TimerStalls:

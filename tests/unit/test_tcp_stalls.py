@@ -93,6 +93,19 @@ def test_a_wait_counts_as_backed_off_only_when_it_began_at_the_timers_last_retra
     assert stalls.summary()["timer_backed_off_share"] == pytest.approx(0.5, 1e-3)
 
 
+def test_a_capture_cut_short_in_its_last_record_keeps_every_packet_before_it(tmp_path):
+    """A capture ended mid-write (tcpdump killed, a further server's stream cut with its ssh session): its last
+    record, the client's final acknowledgement, is cut anywhere, header or frame; the timer's wait before it
+    is read all the same."""
+    write_capture(tmp_path / "whole.pcap", fetch(1000))
+    whole = (tmp_path / "whole.pcap").read_bytes()
+    last_record = 16 + len(fetch(1000)[-1][1])  # pcap's record header, then the frame
+    for kept in range(1, last_record):
+        (tmp_path / "cut.pcap").write_bytes(whole[: len(whole) - last_record + kept])
+        stalls = host_stalls(tmp_path / "cut.pcap", SERVER)
+        assert stalls.connections == 1 and stalls.silences_s == pytest.approx([1.2]), kept
+
+
 def test_a_connection_counts_at_the_host_that_sent_its_data_not_the_one_that_asked(tmp_path):
     write_capture(tmp_path / "h.pcap", fetch(1000))
     assert host_stalls(tmp_path / "h.pcap", CLIENT).connections == 0
