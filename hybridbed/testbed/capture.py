@@ -2,8 +2,10 @@
 
 A capture shows what the run's counters cannot: which segments a connection lost, when it sent them again
 and what made it (results/tcp_stalls.py reads the timer-driven retransmissions off them). tcpdump writes each
-packet as it comes (-U), so what a run captured survives the run's end, however it ends; the captures are
-processes of the run like its workers, recorded for cleanup and ended by pid.
+packet to its standard output as it comes (-U), and that output is the pcap file on this machine: a host on a
+further server streams its packets over its ssh session (remote.py) into this run's directory like any
+other. So what a run captured survives the run's end, however it ends; the captures are processes of the
+run like its workers, recorded for cleanup and ended by pid.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def capture_missing() -> str | None:
 
 
 def start_captures(net: HybridNetwork, out_dir: Path, captures: list[subprocess.Popen]) -> None:
-    """One tcpdump per host on its interface, writing <out_dir>/pcap/<host>.pcap, each added to `captures` and
+    """One tcpdump per host on its interface, into <out_dir>/pcap/<host>.pcap, each added to `captures` and
     the run's record as it starts (so a failure part way still stops those started); returns once every one
     is capturing."""
     directory = out_dir / CAPTURE_DIR
@@ -42,9 +44,9 @@ def start_captures(net: HybridNetwork, out_dir: Path, captures: list[subprocess.
     for address in net.plan.hosts():
         host = net.net.get(address.name)
         path = directory / f"{address.name}.pcap"
-        command = ["tcpdump", "-U", "-n", "-Z", "root", "-s", str(SNAPLEN_BYTES)]
-        command += ["-i", host.defaultIntf().name, "-w", str(path), "tcp"]
-        proc = host.popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        command = ["tcpdump", "-U", "-n", "-s", str(SNAPLEN_BYTES), "-i", host.defaultIntf().name, "-w", "-", "tcp"]
+        with path.open("wb") as pcap:  # the child holds it open
+            proc = host.popen(command, stdout=pcap, stderr=subprocess.DEVNULL)
         captures.append(proc)
         net.record.add_process(proc.pid, f"capture {address.name}")
         files.append((path, proc))

@@ -36,7 +36,8 @@ MIN_FREE_CORES = 1.0  # the userspace datapath's forwarding thread (ovs-vswitchd
 IDLE_SAMPLE_S = 0.5
 CLOCK_SAMPLES = 8
 CONNECT_TIMEOUT_S = 10.0
-TOOLS = ("ip", "nsenter", "mnexec", "ovs-vsctl", "ovs-vswitchd", "ovsdb-server", "ethtool", "tc", "socat")
+# what the run's part runs there (tcpdump for capture_packets; setup.sh installs them all)
+TOOLS = ("ip", "nsenter", "mnexec", "ovs-vsctl", "ovs-vswitchd", "ovsdb-server", "ethtool", "tc", "socat", "tcpdump")
 
 _CLOCK = "import sys, time\nfor _ in sys.stdin:\n    print(repr(time.time()))"
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import dpkt
 import pandas as pd
 import pytest
 import yaml
@@ -209,3 +210,30 @@ def test_the_quickstart_comparison_runs_across_two_servers(two_servers, tmp_path
         watched = set(pd.read_csv(out / setup / "fidelity.csv").link)
         assert {"tor0-eth1", "tor3-eth1"} <= watched, f"{setup}: fidelity samples of {sorted(watched)}"
     assert _runs() == runs_before and _namespaces() == namespaces_before
+
+
+def test_a_captured_run_across_two_servers_has_every_hosts_packets_here(two_servers, tmp_path):
+    """The second server's hosts stream their captures over their ssh sessions into the run's pcap/ on the
+    first: every host that sent or fetched has packets there, and the summary reads every data connection."""
+    scenario = yaml.safe_load((Path(__file__).parents[2] / "scenarios" / "quickstart.yaml").read_text())
+    scenario["servers"] = yaml.safe_load(two_servers.servers_file.read_text())
+    scenario["workload"]["jobs"] = 4
+    path = tmp_path / "captured-two-servers.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    out = tmp_path / "run"
+    run = two_servers.on_first_server(
+        "run", str(path), "--out", str(out), "--capture-packets", stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    _, stderr = run.communicate(timeout=600)
+    assert run.returncode == 0, stderr[-3000:]
+    flows = pd.read_csv(out / "flows.csv")
+    remote = flows[flows.src_host != flows.dst_host]
+    hosts = {host["name"] for host in json.loads((out / "cluster.json").read_text())["hosts"]}
+    assert {"r0h0", "r3h1"} <= hosts
+    for host in hosts:
+        with (out / "pcap" / f"{host}.pcap").open("rb") as f:
+            captured = sum(1 for _ in dpkt.pcap.Reader(f))
+        assert (captured > 0) == (host in set(remote.src_host) | set(remote.dst_host)), (host, captured)
+    assert {"r2h0", "r3h0"} & set(remote.src_host), "no fetch from a host of the second server"
+    stalls = json.loads((out / "summary.json").read_text())["fidelity"]["tcp_timer_stalls"]
+    assert stalls["connections"] == len(remote)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
 from hybridbed.cli import main
 from hybridbed.config.scenario import read_scenario
@@ -93,16 +92,13 @@ def test_an_emulated_sweep_runs_one_point_at_a_time(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_capture_packets_is_set_on_every_point_before_anything_runs(tmp_path, capsys):
-    spread = tmp_path / "spread.yaml"  # several servers, where a capture is refused by field name
-    spread.write_text(yaml.safe_dump({**read_scenario(QUICKSTART), "servers": [{"host": "192.0.2.2"}]}))
+def test_capture_packets_is_set_on_every_point(tmp_path):
     grid = tmp_path / "grid.yaml"
-    grid.write_text(json.dumps({"fields": {"ocs.reconfig_interval_s": [1, 2]}, "setups": ["fair"]}))
-    assert len(plan_sweep(read_scenario(spread), read_grid(grid), None, None).points) == 2  # fine uncaptured
-    out = tmp_path / "out"
-    assert main(["sweep", str(spread), "--grid", str(grid), "--out", str(out), "--capture-packets"]) == 2
-    assert "capture_packets: only on a single-server run" in capsys.readouterr().err
-    assert not out.exists()
+    grid.write_text(json.dumps({"fields": {"ocs.reconfig_interval_s": [1, 2]}, "setups": ["fair", "jobpacker"]}))
+    data = read_scenario(QUICKSTART, {"capture_packets": True})  # what --capture-packets gives `sweep`
+    sweep = plan_sweep(data, read_grid(grid), None, None)
+    assert len(sweep.points) == 4
+    assert all(point_scenario(sweep.scenario_data, point).capture_packets for point in sweep.points)
 
 
 def comparable(table: pd.DataFrame) -> pd.DataFrame:
