@@ -134,14 +134,11 @@ def _frames(pcap: Path) -> Iterator[tuple[float, dpkt.ethernet.Ethernet]]:
     writing one (tcpdump killed, or a further server's stream cut with its ssh session) holds every frame
     before it whole."""
     with pcap.open("rb") as f:
-        records = iter(dpkt.pcap.Reader(f))
-        while True:
-            try:
-                t, frame = next(records)
-                parsed = dpkt.ethernet.Ethernet(frame)
-            except (StopIteration, dpkt.NeedData):  # the end, or a record cut short in its header or frame
-                return
-            yield t, parsed
+        try:
+            for t, frame in dpkt.pcap.Reader(f):
+                yield t, dpkt.ethernet.Ethernet(frame)
+        except dpkt.NeedData:  # a record cut short in its header or frame: the last
+            return
 
 
 def host_stalls(pcap: Path, host_ip: str) -> TimerStalls:
