@@ -55,6 +55,20 @@ def _progress_text(p: RunProgress) -> str:
     return f"{p.jobs_done}/{p.jobs_total} jobs, workload at {p.elapsed_s:.0f} s, {p.running_tasks} tasks running"
 
 
+def _ended_text(run_dir: Path) -> str:
+    """How a run ended, as its summary.json says: status, jobs, makespan and the emulation's verdict."""
+    path = run_dir / "summary.json"
+    if not path.is_file():
+        return "ended without a summary"
+    summary = json.loads(path.read_text())
+    text = f"{summary['status']}, {summary['jobs_done']}/{summary['jobs_total']} jobs"
+    if summary.get("makespan_s") is not None:
+        text += f", makespan {summary['makespan_s']:.1f} s"
+    if (fidelity := summary.get("fidelity")) is not None:
+        text += f", fidelity {fidelity['verdict']}"
+    return text
+
+
 def _default(model: type[FabricSpec] | type[OcsSpec], field: str) -> str:
     """A spec field's default, for a flag's help: the spec holds it, the CLI only shows it."""
     return f"{model.model_fields[field].default:g}"
@@ -397,7 +411,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     def tell(setup: str, p: RunProgress | None) -> None:
         if p is None:
             running.pop(setup, None)
-            lines.tell(setup, f"{setup}: ended", ended=True)
+            lines.tell(setup, f"{setup}: {_ended_text(out / setup)}", ended=True)
         else:
             running[setup] = f"{setup}: {p.jobs_done}/{p.jobs_total} jobs, workload at {p.elapsed_s:.0f} s"
             lines.tell(setup, f"{setup}: {_progress_text(p)}")
