@@ -472,7 +472,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
         def tell(done: int, total: int, point: SweepPoint | None) -> None:
             bar.update(task, completed=done, last=f"last: {point.name}" if point else "")
-            lines.tell(sweep.name, f"{done}/{total} runs" + (f", last: {point.name}" if point else ""), done == total)
+            told = f"{done}/{total} runs" + (f", last: {point.name}" if point else "")
+            lines.tell(sweep.name, told, ended=done == total)
 
         try:
             table = run_sweep(sweep, out, workers, args.dask, tell)

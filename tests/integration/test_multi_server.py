@@ -234,6 +234,6 @@ def test_a_captured_run_across_two_servers_has_every_hosts_packets_here(two_serv
         with (out / "pcap" / f"{host}.pcap").open("rb") as f:
             captured = sum(1 for _ in dpkt.pcap.Reader(f))
         assert (captured > 0) == (host in set(remote.src_host) | set(remote.dst_host)), (host, captured)
-    assert {"r2h0", "r3h0"} & set(remote.src_host), "no fetch from a host of the second server"
+    assert any(host.startswith(("r2", "r3")) for host in remote.src_host), "no fetch from the second server"
     stalls = json.loads((out / "summary.json").read_text())["fidelity"]["tcp_timer_stalls"]
     assert stalls["connections"] == len(remote)
