@@ -57,10 +57,11 @@ def _progress_text(p: RunProgress) -> str:
 
 def _ended_text(run_dir: Path) -> str:
     """How a run ended, as its summary.json says: status, jobs, makespan and the emulation's verdict."""
-    path = run_dir / "summary.json"
-    if not path.is_file():
+    from hybridbed.results.load import read_json
+
+    summary = read_json(run_dir / "summary.json")
+    if not summary:
         return "ended without a summary"
-    summary = json.loads(path.read_text())
     text = f"{summary['status']}, {summary['jobs_done']}/{summary['jobs_total']} jobs"
     if summary.get("makespan_s") is not None:
         text += f", makespan {summary['makespan_s']:.1f} s"
@@ -413,8 +414,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             running.pop(setup, None)
             lines.tell(setup, f"{setup}: {_ended_text(out / setup)}", ended=True)
         else:
-            running[setup] = f"{setup}: {p.jobs_done}/{p.jobs_total} jobs, workload at {p.elapsed_s:.0f} s"
-            lines.tell(setup, f"{setup}: {_progress_text(p)}")
+            running[setup] = f"{setup}: {_progress_text(p)}"
+            lines.tell(setup, running[setup])
         status.update("; ".join(running.values()))
 
     try:
