@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import dpkt
+import pandas as pd
 import pytest
 import yaml
 
 from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.config.scenario import Scenario
+from hybridbed.testbed.capture import PCAP_HEADER_BYTES
 from hybridbed.testbed.network import HybridNetwork
 
 pytestmark = pytest.mark.integration
@@ -24,6 +28,24 @@ def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "hybridbed.cli", *args], capture_output=True, text=True, timeout=timeout
     )
+
+
+def check_captures(out: Path) -> tuple[pd.DataFrame, dict]:
+    """A captured run's pcap/: packets from every host that sent or fetched across hosts and from no other, and
+    a summary that counts every such connection. Returns those flows and the summary's timer stalls."""
+    flows = pd.read_csv(out / "flows.csv")
+    remote = flows[flows.src_host != flows.dst_host]  # a fetch from another host: one TCP connection each
+    assert len(remote) > 0
+    talked = set(remote.src_host) | set(remote.dst_host)
+    for host in json.loads((out / "cluster.json").read_text())["hosts"]:
+        pcap = out / "pcap" / f"{host['name']}.pcap"
+        assert pcap.stat().st_size >= PCAP_HEADER_BYTES
+        with pcap.open("rb") as f:
+            captured = sum(1 for _ in dpkt.pcap.Reader(f))
+        assert (captured > 0) == (host["name"] in talked), (host["name"], captured)
+    stalls = json.loads((out / "summary.json").read_text())["fidelity"]["tcp_timer_stalls"]
+    assert stalls["connections"] == len(remote)
+    return remote, stalls
 
 
 def pytest_collection_modifyitems(items):

@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import dpkt
 import pandas as pd
 import pytest
 import yaml
@@ -25,6 +24,8 @@ from hybridbed.results.fidelity import LINK_INVALID_MEDIAN
 from hybridbed.testbed.isolation import NETNS_DIR
 from hybridbed.testbed.runs import STATE_ROOT
 from hybridbed.testbed.watchdog import REAPED_LOG
+
+from .conftest import check_captures
 
 SSHD = Path("/usr/sbin/sshd")
 pytestmark = pytest.mark.skipif(not SSHD.exists(), reason="needs openssh-server (setup.sh installs it)")
@@ -41,6 +42,15 @@ class TwoServers:
     def hybridbed(self, *args: str, servers_file: Path | None = None, **popen) -> subprocess.Popen:
         """`hybridbed ARGS --servers FILE`, started on the first server."""
         return self.on_first_server(*args, "--servers", str(servers_file or self.servers_file), **popen)
+
+    def quickstart(self, tmp_path: Path, jobs: int) -> Path:
+        """The quickstart scenario with its first `jobs` jobs, its racks 2 and 3 on the second server."""
+        scenario = yaml.safe_load((Path(__file__).parents[2] / "scenarios" / "quickstart.yaml").read_text())
+        scenario["servers"] = yaml.safe_load(self.servers_file.read_text())
+        scenario["workload"]["jobs"] = jobs
+        path = tmp_path / f"quickstart-two-servers-{jobs}.yaml"
+        path.write_text(yaml.safe_dump(scenario))
+        return path
 
     def on_first_server(self, *args: str, **popen) -> subprocess.Popen:
         """`hybridbed ARGS`, started on the first server."""
@@ -188,11 +198,7 @@ def test_the_quickstart_comparison_runs_across_two_servers(two_servers, tmp_path
     """Racks 2 and 3 with their workers on the second server: their agents reach the scheduler through the
     control tunnel's relay, store their input blocks and run their tasks there, and the run's fidelity verdict
     judges the links of both servers."""
-    scenario = yaml.safe_load((Path(__file__).parents[2] / "scenarios" / "quickstart.yaml").read_text())
-    scenario["servers"] = yaml.safe_load(two_servers.servers_file.read_text())
-    scenario["workload"]["jobs"] = 6
-    path = tmp_path / "quickstart-two-servers.yaml"
-    path.write_text(yaml.safe_dump(scenario))
+    path = two_servers.quickstart(tmp_path, jobs=6)
     runs_before, namespaces_before = _runs(), _namespaces()
     out = tmp_path / "cmp"
     compare = two_servers.on_first_server(
@@ -215,25 +221,14 @@ def test_the_quickstart_comparison_runs_across_two_servers(two_servers, tmp_path
 def test_a_captured_run_across_two_servers_has_every_hosts_packets_here(two_servers, tmp_path):
     """The second server's hosts stream their captures over their ssh sessions into the run's pcap/ on the
     first: every host that sent or fetched has packets there, and the summary reads every data connection."""
-    scenario = yaml.safe_load((Path(__file__).parents[2] / "scenarios" / "quickstart.yaml").read_text())
-    scenario["servers"] = yaml.safe_load(two_servers.servers_file.read_text())
-    scenario["workload"]["jobs"] = 4
-    path = tmp_path / "captured-two-servers.yaml"
-    path.write_text(yaml.safe_dump(scenario))
+    path = two_servers.quickstart(tmp_path, jobs=4)
     out = tmp_path / "run"
     run = two_servers.on_first_server(
         "run", str(path), "--out", str(out), "--capture-packets", stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     _, stderr = run.communicate(timeout=600)
     assert run.returncode == 0, stderr[-3000:]
-    flows = pd.read_csv(out / "flows.csv")
-    remote = flows[flows.src_host != flows.dst_host]
     hosts = {host["name"] for host in json.loads((out / "cluster.json").read_text())["hosts"]}
     assert {"r0h0", "r3h1"} <= hosts
-    for host in hosts:
-        with (out / "pcap" / f"{host}.pcap").open("rb") as f:
-            captured = sum(1 for _ in dpkt.pcap.Reader(f))
-        assert (captured > 0) == (host in set(remote.src_host) | set(remote.dst_host)), (host, captured)
+    remote, _ = check_captures(out)
     assert any(host.startswith(("r2", "r3")) for host in remote.src_host), "no fetch from the second server"
-    stalls = json.loads((out / "summary.json").read_text())["fidelity"]["tcp_timer_stalls"]
-    assert stalls["connections"] == len(remote)
