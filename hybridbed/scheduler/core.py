@@ -48,9 +48,12 @@ class ShuffleNotice:
 
 class SchedulerCore:
     def __init__(self, policy: Policy, cluster: ClusterState, rng: random.Random, replicas: int = 3):
+        """`rng` places the jobs' input blocks, job after job as they arrive; the offer rounds' host order draws
+        from a stream of its own (`_offer_order`)."""
         self.policy = policy
         self.cluster = cluster
         self.rng = rng
+        self._offer_rng: random.Random | None = None  # from the first offer round on
         self.replicas = replicas
         self.tasks: dict[str, Task] = {}
         self.finished: list[Job] = []
@@ -91,8 +94,7 @@ class SchedulerCore:
             return []  # no policy can start anything
         launches = []
         if hosts is None:
-            free = [h for h in self.cluster.hosts.values() if h.free_slots > 0]
-            self.rng.shuffle(free)
+            free = self._offer_order([h for h in self.cluster.hosts.values() if h.free_slots > 0])
         else:
             free = [self.cluster.hosts[name] for name in hosts]
         with self.policy.offer_round(self.cluster):
@@ -112,6 +114,18 @@ class SchedulerCore:
                         taking.append(host)
                 free = taking
         return launches
+
+    def _offer_order(self, free: list[HostState]) -> list[HostState]:
+        """The hosts in random order. The draws come from their own stream, which starts where the placements'
+        stands at the first offer round: so a job's blocks land where they would whatever the offer rounds drew
+        before it arrived, the same under every policy and on both backends (whose offer rounds differ in number
+        and in the hosts free at each), and a run whose jobs all arrive before the first offer round draws as
+        when one stream served both."""
+        if self._offer_rng is None:
+            self._offer_rng = random.Random()
+            self._offer_rng.setstate(self.rng.getstate())
+        self._offer_rng.shuffle(free)
+        return free
 
     def _check_launch(self, task: Task, host: HostState, allocation: Resources) -> None:
         if task.state is not TaskState.PENDING or task.job_id not in self.cluster.jobs:

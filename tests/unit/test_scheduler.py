@@ -69,6 +69,43 @@ def test_first_replica_goes_where_the_policy_says():
         assert choose_replicas(hosts_by_rack, rng, 3, first_racks=[2])[0].startswith("r2")
 
 
+def _replicas(core: SchedulerCore, job_id: str) -> list[tuple[str, ...]]:
+    return [task.input_block.replicas for task in core.cluster.jobs[job_id].maps]
+
+
+@pytest.mark.parametrize("policy", [FairPolicy, FifoPolicy, DrfPolicy])
+@pytest.mark.parametrize("rounds", [0, 1, 3])
+def test_a_job_arriving_later_is_placed_alike_whatever_the_offer_rounds_before_it(policy, rounds):
+    """The same scenario under two policies, or on two backends, makes other offer rounds with other hosts free;
+    a job arriving later must still find its blocks where the other setup finds them."""
+    alone = SchedulerCore(FifoPolicy(), cluster(racks=4, hosts=3), random.Random(7))
+    submit(alone, spec("first", maps=6))
+    submit(alone, spec("later", maps=6, arrival=9.0))
+    core = SchedulerCore(policy(), cluster(racks=4, hosts=3), random.Random(7))
+    submit(core, spec("first", maps=6))
+    for now in range(rounds):
+        core.schedule(float(now))
+    submit(core, spec("later", maps=6, arrival=9.0))
+    assert _replicas(core, "first") == _replicas(alone, "first")
+    assert _replicas(core, "later") == _replicas(alone, "later")
+
+
+def test_jobs_placed_before_the_first_offer_round_draw_as_one_stream_for_both_did():
+    """A batch's placements and offer order are those of one generator drawn for both, placements first (so a
+    batch run gives the results it gave before the offers had a stream of their own)."""
+    state = cluster(racks=2, hosts=3)
+    core = SchedulerCore(FifoPolicy(), state, random.Random(11))
+    submit(core, spec("a", maps=3), spec("b", maps=3))
+    one_stream = random.Random(11)
+    hosts_by_rack = state.hosts_by_rack()
+    for job_id in ("a", "b"):
+        assert _replicas(core, job_id) == [choose_replicas(hosts_by_rack, one_stream, 3) for _ in range(3)]
+    free = [h for h in state.hosts.values() if h.free_slots > 0]
+    one_stream.shuffle(free)
+    first_round = core.schedule(0.0)
+    assert [launch.host for launch in first_round[: len(free)]] == [h.name for h in free]
+
+
 def test_fair_gives_every_job_an_equal_share_of_containers():
     state = cluster(racks=2, hosts=2, slots=2)  # 8 containers
     core = SchedulerCore(FairPolicy(node_delay_s=0, rack_delay_s=0), state, random.Random(1))
