@@ -373,6 +373,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"{stalls['timer_retransmissions']} times, {stalls['timer_silence_share']:.1%} of their time "
                 f"(longest {stalls['timer_silence_max_s']:.1f} s); packets in {out / 'pcap'}"
             )
+        if (held := fidelity.get("task_throttling")) and held["tasks"]:
+            console.print(
+                f"CPU quotas held {held['tasks']} of {held['of_tasks']} tasks back {held['seconds']:.1f} s "
+                f"({held['share_of_task_time']:.1%} of their time, longest {held['max_s']:.1f} s)"
+            )
     return 0
 
 

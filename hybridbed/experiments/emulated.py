@@ -309,7 +309,8 @@ def _add_fidelity(out_dir: Path, monitor: FabricMonitor) -> None:
     if not (out_dir / "summary.json").exists() or not samples_path.exists():
         return
     events = pd.read_csv(out_dir / "ocs_events.csv")
-    fidelity = fidelity_summary(pd.read_csv(samples_path), events, monitor.cpu_share_of_a_core, monitor.tcp)
+    tasks = pd.read_csv(out_dir / "tasks.csv") if (out_dir / "tasks.csv").exists() else None
+    fidelity = fidelity_summary(pd.read_csv(samples_path), events, monitor.cpu_share_of_a_core, monitor.tcp, tasks)
     if (capture_dir := out_dir / CAPTURE_DIR).is_dir():
         hosts = json.loads((out_dir / "cluster.json").read_text())["hosts"]
         fidelity["tcp_timer_stalls"] = run_stalls(capture_dir, {h["name"]: h["ip"] for h in hosts}).summary()

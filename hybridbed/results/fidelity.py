@@ -193,10 +193,12 @@ def fidelity_summary(
     ocs_events: pd.DataFrame,
     monitor_cpu_share: float | None,
     tcp: dict[str, int] | None = None,
+    tasks: pd.DataFrame | None = None,
 ) -> dict:
     """summary.json's `fidelity` object. The hosts' TCP counters over the run (`tcp`, with the share of segments
     sent again) are reported, not judged: the simulator's fluid transfers lose nothing to loss recovery
-    (docs/network.md)."""
+    (docs/network.md). So is the time the tasks' CPU quotas held their processes back (`tasks`: tasks.csv),
+    which no run has yet measured enough of to set a threshold on."""
     cpu, links, circuits = cpu_measures(samples), link_measures(samples), circuit_measures(ocs_events)
     datapath = datapath_measures(samples)
     verdict = judge(cpu, links, circuits, datapath)
@@ -208,7 +210,26 @@ def fidelity_summary(
         "datapath": datapath,
         **circuits,
         "tcp": _with_retransmitted_share(tcp) if tcp else None,
+        "task_throttling": None if tasks is None else task_throttling(tasks),
         "monitor_cpu_share": None if monitor_cpu_share is None else round(monitor_cpu_share, 4),
+    }
+
+
+def task_throttling(tasks: pd.DataFrame) -> dict | None:
+    """How long the finished tasks' CPU quotas held their processes back (tasks.csv's `throttled_s`; None where
+    it was not counted). Where compute is emulated by waiting, that is time the modelled tasks do not lose: a
+    task held to a small share (0.01 of a core is 1 ms of CPU per 100 ms) may need more for its own reading,
+    pacing and fetching (docs/reproductions.md, MR-POTS)."""
+    if "throttled_s" not in tasks or tasks.throttled_s.isna().all():
+        return None
+    throttled = tasks.throttled_s.fillna(0.0)
+    task_s = float((tasks.finish_s - tasks.start_s).sum())
+    return {
+        "tasks": int((throttled > 0).sum()),
+        "of_tasks": len(tasks),
+        "seconds": round(float(throttled.sum()), 3),
+        "max_s": round(float(throttled.max()), 3),
+        "share_of_task_time": round(float(throttled.sum()) / task_s, 4) if task_s > 0 else None,
     }
 
 

@@ -50,15 +50,19 @@ def job_phases(run: RunResults) -> pd.DataFrame:
 
 def _task_times(run: RunResults) -> dict[str, float]:
     """Mean seconds of a map, of a reducer's shuffle (its start to its last fetch's end) and of its reduce
-    (from then to its end), over finished attempts."""
+    (from then to its end), over finished attempts; emulated, the seconds their CPU quotas held the tasks'
+    processes back, in all."""
     tasks = run.tasks
     reducers = with_fetched_s(tasks[tasks.kind != "map"], run.flows)
     maps = tasks[tasks.kind == "map"]
-    return {
+    times = {
         "map task s (mean)": float((maps.finish_s - maps.start_s).mean()),
         "reducer shuffle s (mean)": float((reducers.fetched_s - reducers.start_s).mean()),
         "reducer compute s (mean)": float((reducers.finish_s - reducers.fetched_s).mean()),
     }
+    if "throttled_s" in tasks and tasks.throttled_s.notna().any():
+        times["task s held back by CPU quotas (all)"] = float(tasks.throttled_s.sum())
+    return times
 
 
 def _transfer_rates(run: RunResults) -> dict[str, float]:

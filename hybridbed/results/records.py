@@ -42,6 +42,7 @@ TASK_FIELDS = [
     "read_remote_bytes",
     "fetched_bytes",
     "written_bytes",
+    "throttled_s",
 ]
 USAGE_FIELDS = [
     "time_s",
@@ -113,7 +114,8 @@ class CsvLog:
 
 
 def task_row(task: Task, finish_s: float, rack_of: dict[str, int], stats: dict) -> dict:
-    """tasks.csv row of a finished attempt; `stats` has the byte counts the attempt reported."""
+    """tasks.csv row of a finished attempt; `stats` has the byte counts the attempt reported (and, emulated, how
+    long its cgroup's CPU quota held it back)."""
     replicas = task.input_block.replicas if task.input_block else ()
     return {
         "task_id": task.task_id,
@@ -126,6 +128,7 @@ def task_row(task: Task, finish_s: float, rack_of: dict[str, int], stats: dict) 
         "start_s": round(task.started_s, 3),
         "finish_s": round(finish_s, 3),
         **{k: stats.get(k, 0) for k in ("read_local_bytes", "read_remote_bytes", "fetched_bytes", "written_bytes")},
+        "throttled_s": round(stats["throttled_s"], 3) if "throttled_s" in stats else "",
     }
 
 

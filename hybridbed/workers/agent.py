@@ -339,11 +339,15 @@ class WorkerAgent:
         with self.lock:
             self.tasks.pop(running.key, None)
         self._share_host(running)
+        throttled: dict[str, float] = {}
+        with contextlib.suppress(OSError, KeyError):  # a kernel that keeps no throttling statistics
+            throttled["throttled_s"] = running.cgroup.throttled_s()
         running.cgroup.remove()
         if self.stopping.is_set():
             return
         if code == 0 and done is not None:
-            self.channel.send(cast(FinishedMessage, {"op": "finished", **ident, **done, "time": time.time()}))
+            finished = {"op": "finished", **ident, **done, **throttled, "time": time.time()}
+            self.channel.send(cast(FinishedMessage, finished))
         else:
             failed: FailedMessage = {
                 "op": "failed",

@@ -191,6 +191,16 @@ class TaskCgroup:
         quota_us, period_us = (path / "cpu.max").read_text().split()
         return int(quota_us) / int(period_us), int((path / "memory.max").read_text())
 
+    def throttled_s(self) -> float:
+        """How long the kernel has held the task's processes back for their CPU quota (`cpu.stat`: v1
+        `throttled_time` in ns, v2 `throttled_usec`). Where compute is emulated by waiting, the quota holds
+        back only the task process's own work (reading, pacing, fetching), which the modelled task does not
+        have: time lost there is the emulation's, not the policy's."""
+        stat = dict(line.split() for line in (self.paths[0] / "cpu.stat").read_text().splitlines() if line)
+        if self.version == 1:
+            return int(stat["throttled_time"]) / 1e9
+        return int(stat["throttled_usec"]) / 1e6
+
     @property
     def procs_files(self) -> list[Path]:
         """Where a process joins the cgroup (by writing its pid), one per hierarchy."""

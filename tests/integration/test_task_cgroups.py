@@ -84,10 +84,12 @@ def test_a_running_task_gets_its_new_cpu_quota(tmp_path, task_roots):
     cgroup.set_cores(0.2)
     assert cgroup.limits()[0] == pytest.approx(0.2)
     process = psutil.Process(proc.pid)
-    before, started = sum(process.cpu_times()[:2]), time.monotonic()
+    before, started, held = sum(process.cpu_times()[:2]), time.monotonic(), cgroup.throttled_s()
     time.sleep(1.0)
     used = (sum(process.cpu_times()[:2]) - before) / (time.monotonic() - started)
     assert used <= 0.3, f"the task used {used:.2f} cores under a 0.2-core quota"
+    # a process that wants a whole core is held back most of each period under a fifth of one
+    assert cgroup.throttled_s() - held >= 0.2
     cgroup.remove()
     assert proc.wait(timeout=5) != 0
 

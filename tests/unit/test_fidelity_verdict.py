@@ -164,6 +164,23 @@ def test_tcp_counters_are_reported_beside_the_verdict_and_do_not_change_it():
     assert fidelity_summary(healthy, events([]), None)["tcp"] is None
 
 
+def test_task_throttling_is_summed_over_the_tasks_and_left_out_of_the_verdict():
+    healthy = samples({"tor-eps": [1.0]}, cpu=[40.0] * 20)
+    tasks = pd.DataFrame({"start_s": [0.0, 1.0, 2.0], "finish_s": [10.0, 11.0, 32.0], "throttled_s": [0.0, 0.5, 2.5]})
+    fidelity = fidelity_summary(healthy, events([]), None, tasks=tasks)
+    assert fidelity["verdict"] == "ok"
+    assert fidelity["task_throttling"] == {
+        "tasks": 2,
+        "of_tasks": 3,
+        "seconds": 3.0,
+        "max_s": 2.5,
+        "share_of_task_time": 0.06,  # 3 s of 50 task-seconds
+    }
+    simulated = tasks.assign(throttled_s=float("nan"))  # tasks.csv's column is empty where nothing counted it
+    assert fidelity_summary(healthy, events([]), None, tasks=simulated)["task_throttling"] is None
+    assert fidelity_summary(healthy, events([]), None)["task_throttling"] is None
+
+
 def test_packets_the_datapath_lost_are_counted_apart_from_queue_drops_and_judged():
     healthy = fidelity_summary(samples({"tor-eps": [1.0]}, cpu=[40.0] * 20, drops=30), events([]), None)
     assert healthy["datapath"] == {"received": 20_000, "sent": 19_400, "queue_drops": 600, "lost": 0, "lost_share": 0.0}

@@ -115,3 +115,13 @@ def test_measures_split_a_reducer_into_shuffle_and_compute_and_rate_fetches_by_p
     assert measures["OCS uplink bytes per byte on circuits"] == pytest.approx(2.7 / 2.5)  # the OCS uplink's
     assert measures["TCP segments retransmitted (share)"] == 0.02
     assert (measures["TCP timeouts"], measures["TCP reorderings"]) == (4, 3)
+
+
+def test_measures_sum_the_time_cpu_quotas_held_tasks_back_where_it_was_counted():
+    run = two_job_run()
+    assert "task s held back by CPU quotas (all)" not in phase_measures(run)  # no column: as before it was kept
+    tasks = run.tasks
+    run.tables["tasks"] = tasks.assign(throttled_s=float("nan"))  # the simulator leaves the column empty
+    assert "task s held back by CPU quotas (all)" not in phase_measures(run)
+    run.tables["tasks"] = tasks.assign(throttled_s=[0.0, 0.25, 0.0, 1.5, float("nan")])
+    assert phase_measures(run)["task s held back by CPU quotas (all)"] == 1.75
