@@ -42,6 +42,7 @@ TASK_FIELDS = [
     "read_remote_bytes",
     "fetched_bytes",
     "written_bytes",
+    "launch_cores",
     "throttled_s",
 ]
 USAGE_FIELDS = [
@@ -128,6 +129,7 @@ def task_row(task: Task, finish_s: float, rack_of: dict[str, int], stats: dict) 
         "start_s": round(task.started_s, 3),
         "finish_s": round(finish_s, 3),
         **{k: stats.get(k, 0) for k in ("read_local_bytes", "read_remote_bytes", "fetched_bytes", "written_bytes")},
+        "launch_cores": round(task.launch_cores, 4),
         "throttled_s": round(stats["throttled_s"], 3) if "throttled_s" in stats else "",
     }
 

@@ -147,6 +147,7 @@ class SchedulerCore:
             task.waited_s += max(0.0, now - max(ready, task.queued_s))
         task.state, task.host, task.started_s, task.paused_s = TaskState.RUNNING, host.name, now, 0.0
         task.allocation = allocation or self.cluster.placed_task_demand(task, host.name)
+        task.launch_cores = task.allocation.cores
         host.start(task)
         load = remote_read_load(task.demand)
         source = self.cluster.read_source(task, host.name) if load.net_out_mbps else None

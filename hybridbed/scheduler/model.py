@@ -218,6 +218,7 @@ class Task:
     # what the task holds while on a host: its demand at start, its memory alone while suspended, another
     # CPU share after a live change
     allocation: Resources | None = None
+    launch_cores: float = 0.0  # the cores this attempt started with (later share changes: preemptions.csv)
     host: str | None = None
     attempt: int = 0
     started_s: float | None = None

@@ -123,3 +123,15 @@ def test_mrpots_shares_hosts_live_and_beats_task_serialisation(mrpots_runs):
     assert set(actions["action"]) == {"share"}
     assert mrpots_runs["mrpots"]["makespan_s"] < 0.85 * mrpots_runs["fifo-lm"]["makespan_s"]
     assert mrpots_runs["fifo-lm"].get("share_changes", 0) == 0  # full demands, never changed
+
+
+def test_tasks_csv_keeps_the_cores_each_attempt_started_with(mrpots_runs):
+    """FIFO-LM starts every task at its full demand, MR-POTS some at MUA's fraction of it; together with the
+    share changes in preemptions.csv that is each task's whole share timeline."""
+    started = {
+        policy: pd.read_csv(mrpots_runs[policy]["dir"] / "tasks.csv").set_index("task_id")["launch_cores"]
+        for policy in ("mrpots", "fifo-lm")
+    }
+    full, shared = started["fifo-lm"], started["mrpots"].reindex(started["fifo-lm"].index)
+    assert (shared > 0).all() and (shared <= full + 1e-4).all()
+    assert (shared < full - 1e-4).any()
