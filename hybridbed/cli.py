@@ -374,9 +374,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"(longest {stalls['timer_silence_max_s']:.1f} s); packets in {out / 'pcap'}"
             )
         if (held := fidelity.get("task_throttling")) and held["tasks"]:
+            used = f"; a task process used {held['cpu_cores_mean']:.3f} cores on average" if held["cpu_s"] else ""
             console.print(
                 f"CPU quotas held {held['tasks']} of {held['of_tasks']} tasks back {held['seconds']:.1f} s "
-                f"({held['share_of_task_time']:.1%} of their time, longest {held['max_s']:.1f} s)"
+                f"({held['share_of_task_time']:.1%} of their time, longest {held['max_s']:.1f} s{used})"
             )
     return 0
 

@@ -217,19 +217,23 @@ def fidelity_summary(
 
 def task_throttling(tasks: pd.DataFrame) -> dict | None:
     """How long the finished tasks' CPU quotas held their processes back (tasks.csv's `throttled_s`; None where
-    it was not counted). Where compute is emulated by waiting, that is time the modelled tasks do not lose: a
-    task held to a small share (0.01 of a core is 1 ms of CPU per 100 ms) may need more for its own reading,
-    pacing and fetching (docs/reproductions.md, MR-POTS)."""
+    it was not counted), and the CPU time the processes used (`cpu_s`), in all and as the cores a task process
+    used on average while it ran. Where compute is emulated by waiting, that is time the modelled tasks do not
+    lose: a task held to a small share (0.01 of a core is 1 ms of CPU per 100 ms) may need more for its own
+    reading, pacing and fetching (docs/reproductions.md, MR-POTS)."""
     if "throttled_s" not in tasks or tasks.throttled_s.isna().all():
         return None
     throttled = tasks.throttled_s.fillna(0.0)
     task_s = float((tasks.finish_s - tasks.start_s).sum())
+    cpu_s = float(tasks.cpu_s.sum()) if "cpu_s" in tasks and tasks.cpu_s.notna().any() else None
     return {
         "tasks": int((throttled > 0).sum()),
         "of_tasks": len(tasks),
         "seconds": round(float(throttled.sum()), 3),
         "max_s": round(float(throttled.max()), 3),
         "share_of_task_time": round(float(throttled.sum()) / task_s, 4) if task_s > 0 else None,
+        "cpu_s": None if cpu_s is None else round(cpu_s, 3),
+        "cpu_cores_mean": None if cpu_s is None or task_s <= 0 else round(cpu_s / task_s, 4),
     }
 
 

@@ -51,7 +51,7 @@ def job_phases(run: RunResults) -> pd.DataFrame:
 def _task_times(run: RunResults) -> dict[str, float]:
     """Mean seconds of a map, of a reducer's shuffle (its start to its last fetch's end) and of its reduce
     (from then to its end), over finished attempts; emulated, the seconds their CPU quotas held the tasks'
-    processes back, in all."""
+    processes back, and the CPU seconds those processes used, in all."""
     tasks = run.tasks
     reducers = with_fetched_s(tasks[tasks.kind != "map"], run.flows)
     maps = tasks[tasks.kind == "map"]
@@ -62,6 +62,8 @@ def _task_times(run: RunResults) -> dict[str, float]:
     }
     if "throttled_s" in tasks and tasks.throttled_s.notna().any():
         times["task s held back by CPU quotas (all)"] = float(tasks.throttled_s.sum())
+    if "cpu_s" in tasks and tasks.cpu_s.notna().any():
+        times["task processes' CPU s (all)"] = float(tasks.cpu_s.sum())
     return times
 
 

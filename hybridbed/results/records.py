@@ -43,6 +43,7 @@ TASK_FIELDS = [
     "fetched_bytes",
     "written_bytes",
     "launch_cores",
+    "cpu_s",
     "throttled_s",
 ]
 USAGE_FIELDS = [
@@ -115,8 +116,8 @@ class CsvLog:
 
 
 def task_row(task: Task, finish_s: float, rack_of: dict[str, int], stats: dict) -> dict:
-    """tasks.csv row of a finished attempt; `stats` has the byte counts the attempt reported (and, emulated, how
-    long its cgroup's CPU quota held it back)."""
+    """tasks.csv row of a finished attempt; `stats` has the byte counts the attempt reported (and, emulated, the
+    CPU time its process used and how long its cgroup's CPU quota held it back)."""
     replicas = task.input_block.replicas if task.input_block else ()
     return {
         "task_id": task.task_id,
@@ -130,7 +131,7 @@ def task_row(task: Task, finish_s: float, rack_of: dict[str, int], stats: dict) 
         "finish_s": round(finish_s, 3),
         **{k: stats.get(k, 0) for k in ("read_local_bytes", "read_remote_bytes", "fetched_bytes", "written_bytes")},
         "launch_cores": round(task.launch_cores, 4),
-        "throttled_s": round(stats["throttled_s"], 3) if "throttled_s" in stats else "",
+        **{k: round(stats[k], 3) if k in stats else "" for k in ("cpu_s", "throttled_s")},
     }
 
 

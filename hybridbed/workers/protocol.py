@@ -192,6 +192,7 @@ class FinishedMessage(TypedDict):
     read_remote_bytes: int
     fetched_bytes: int
     written_bytes: int
+    cpu_s: float  # CPU time the task's process used
     throttled_s: NotRequired[float]  # held back for its cgroup's CPU quota (where the kernel keeps the count)
     time: float
 

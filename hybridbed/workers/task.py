@@ -9,7 +9,9 @@ A line {"given": {"cores" | "disk_read_bps" | "disk_write_bps": value}} gives wh
 resource now (less than its share where a policy over-commits the host, `workers.host_share`).
 stdout: JSON lines: `using` when it starts and stops computing, reading its block from disk or writing its
 output (`resource`: cores, disk_read_bps, disk_write_bps; `active`: true, false; the agent shares the host
-among the tasks using each), a `fetch` record per connection, then `done` with the totals.
+among the tasks using each), a `fetch` record per connection, then `done` with the totals and the CPU time
+the process used (`cpu_s`, all its threads: with compute emulated by waiting, its reading, pacing, fetching
+and writing alone).
 
 Compute is emulated either by waiting (`sleep`, the default: it leaves the CPU to Open vSwitch on a
 small machine) or by burning CPU time inside the cgroup's quota (`cpu`).
@@ -291,7 +293,7 @@ def main() -> int:
         totals = run_map(task, data_dir, speed, rates)
     else:
         totals = run_reduce(task, data_dir, notices, speed, rates)
-    emit({"event": "done", **totals})
+    emit({"event": "done", **totals, "cpu_s": time.process_time()})  # forked fresh: this attempt's alone
     return 0
 
 

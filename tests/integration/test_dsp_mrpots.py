@@ -42,7 +42,10 @@ def test_mrpots_shares_real_hosts_while_tasks_run(tmp_path):
     assert (shares.disk_read_mbps < 16).any()  # disk reads held below a whole disk while another task shared it
     tasks = pd.read_csv(tmp_path / "emu" / "tasks.csv")
     assert set(tasks.task_id) >= set(shares.task_id)  # every task whose share changed finished
-    # each task's cgroup said how long its quota held it back, and the run's fidelity sums it up
+    # each task's cgroup said how long its quota held it back, its process what CPU it used, and the run's
+    # fidelity sums both up
     assert tasks.throttled_s.notna().all() and (tasks.throttled_s >= 0).all()
+    assert (tasks.cpu_s > 0).all() and (tasks.launch_cores > 0).all()
     throttling = json.loads((tmp_path / "emu" / "summary.json").read_text())["fidelity"]["task_throttling"]
     assert throttling["of_tasks"] == len(tasks) and throttling["seconds"] == pytest.approx(tasks.throttled_s.sum())
+    assert throttling["cpu_s"] == pytest.approx(tasks.cpu_s.sum(), abs=0.01)

@@ -166,7 +166,14 @@ def test_tcp_counters_are_reported_beside_the_verdict_and_do_not_change_it():
 
 def test_task_throttling_is_summed_over_the_tasks_and_left_out_of_the_verdict():
     healthy = samples({"tor-eps": [1.0]}, cpu=[40.0] * 20)
-    tasks = pd.DataFrame({"start_s": [0.0, 1.0, 2.0], "finish_s": [10.0, 11.0, 32.0], "throttled_s": [0.0, 0.5, 2.5]})
+    tasks = pd.DataFrame(
+        {
+            "start_s": [0.0, 1.0, 2.0],
+            "finish_s": [10.0, 11.0, 32.0],
+            "cpu_s": [0.5, 1.0, 3.5],
+            "throttled_s": [0.0, 0.5, 2.5],
+        }
+    )
     fidelity = fidelity_summary(healthy, events([]), None, tasks=tasks)
     assert fidelity["verdict"] == "ok"
     assert fidelity["task_throttling"] == {
@@ -175,7 +182,11 @@ def test_task_throttling_is_summed_over_the_tasks_and_left_out_of_the_verdict():
         "seconds": 3.0,
         "max_s": 2.5,
         "share_of_task_time": 0.06,  # 3 s of 50 task-seconds
+        "cpu_s": 5.0,
+        "cpu_cores_mean": 0.1,  # 5 CPU seconds over 50 task-seconds
     }
+    before = fidelity_summary(healthy, events([]), None, tasks=tasks.drop(columns="cpu_s"))  # a run before cpu_s
+    assert before["task_throttling"]["cpu_s"] is None and before["task_throttling"]["seconds"] == 3.0
     simulated = tasks.assign(throttled_s=float("nan"))  # tasks.csv's column is empty where nothing counted it
     assert fidelity_summary(healthy, events([]), None, tasks=simulated)["task_throttling"] is None
     assert fidelity_summary(healthy, events([]), None)["task_throttling"] is None

@@ -125,3 +125,6 @@ def test_measures_sum_the_time_cpu_quotas_held_tasks_back_where_it_was_counted()
     assert "task s held back by CPU quotas (all)" not in phase_measures(run)
     run.tables["tasks"] = tasks.assign(throttled_s=[0.0, 0.25, 0.0, 1.5, float("nan")])
     assert phase_measures(run)["task s held back by CPU quotas (all)"] == 1.75
+    assert "task processes' CPU s (all)" not in phase_measures(run)
+    run.tables["tasks"] = tasks.assign(cpu_s=[0.5, 0.25, 0.0, 1.5, float("nan")])
+    assert phase_measures(run)["task processes' CPU s (all)"] == 2.25
