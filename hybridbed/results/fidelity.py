@@ -218,9 +218,9 @@ def fidelity_summary(
 def task_throttling(tasks: pd.DataFrame) -> dict | None:
     """How long the finished tasks' CPU quotas held their processes back (tasks.csv's `throttled_s`; None where
     it was not counted), and the CPU time the processes used (`cpu_s`), in all and as the cores a task process
-    used on average while it ran. Where compute is emulated by waiting, that is time the modelled tasks do not
-    lose: a task held to a small share (0.01 of a core is 1 ms of CPU per 100 ms) may need more for its own
-    reading, pacing and fetching (docs/reproductions.md, MR-POTS)."""
+    used on average while it ran. Where compute is emulated by waiting, the time held back is time the modelled
+    tasks do not lose: a task held to a small share (0.01 of a core is 1 ms of CPU per 100 ms) may need more
+    for its own reading, pacing and fetching (docs/reproductions.md, MR-POTS)."""
     if "throttled_s" not in tasks or tasks.throttled_s.isna().all():
         return None
     throttled = tasks.throttled_s.fillna(0.0)
