@@ -221,20 +221,29 @@ def task_throttling(tasks: pd.DataFrame) -> dict | None:
     used on average while it ran. Where compute is emulated by waiting, the time held back is time the modelled
     tasks do not lose: a task held to a small share (0.01 of a core is 1 ms of CPU per 100 ms) may need more
     for its own reading, pacing and fetching (docs/reproductions.md, MR-POTS)."""
-    if "throttled_s" not in tasks or tasks.throttled_s.isna().all():
+    held_s = counted_total(tasks, "throttled_s")
+    if held_s is None:
         return None
     throttled = tasks.throttled_s.fillna(0.0)
     task_s = float((tasks.finish_s - tasks.start_s).sum())
-    cpu_s = float(tasks.cpu_s.sum()) if "cpu_s" in tasks and tasks.cpu_s.notna().any() else None
+    cpu_s = counted_total(tasks, "cpu_s")
     return {
         "tasks": int((throttled > 0).sum()),
         "of_tasks": len(tasks),
-        "seconds": round(float(throttled.sum()), 3),
+        "seconds": round(held_s, 3),
         "max_s": round(float(throttled.max()), 3),
-        "share_of_task_time": round(float(throttled.sum()) / task_s, 4) if task_s > 0 else None,
+        "share_of_task_time": round(held_s / task_s, 4) if task_s > 0 else None,
         "cpu_s": None if cpu_s is None else round(cpu_s, 3),
         "cpu_cores_mean": None if cpu_s is None or task_s <= 0 else round(cpu_s / task_s, 4),
     }
+
+
+def counted_total(tasks: pd.DataFrame, column: str) -> float | None:
+    """The sum of a tasks.csv column that only the emulation fills (`cpu_s`, `throttled_s`); None where nothing
+    counted it (the simulator leaves it empty, a run from before it was kept has no such column)."""
+    if column not in tasks or tasks[column].isna().all():
+        return None
+    return float(tasks[column].sum())
 
 
 def _with_retransmitted_share(tcp: dict[str, int]) -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from hybridbed.results.fidelity import counted_total
 from hybridbed.results.load import RunResults
 from hybridbed.results.path_accounting import uplink_bytes
 from hybridbed.results.timeline import circuit_timeline, run_end_s, with_fetched_s
@@ -60,10 +61,12 @@ def _task_times(run: RunResults) -> dict[str, float]:
         "reducer shuffle s (mean)": float((reducers.fetched_s - reducers.start_s).mean()),
         "reducer compute s (mean)": float((reducers.finish_s - reducers.fetched_s).mean()),
     }
-    if "throttled_s" in tasks and tasks.throttled_s.notna().any():
-        times["task s held back by CPU quotas (all)"] = float(tasks.throttled_s.sum())
-    if "cpu_s" in tasks and tasks.cpu_s.notna().any():
-        times["task processes' CPU s (all)"] = float(tasks.cpu_s.sum())
+    for column, measure in (
+        ("throttled_s", "task s held back by CPU quotas (all)"),
+        ("cpu_s", "task processes' CPU s (all)"),
+    ):
+        if (total := counted_total(tasks, column)) is not None:
+            times[measure] = total
     return times
 
 
