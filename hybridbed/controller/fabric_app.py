@@ -35,6 +35,7 @@ from hybridbed.controller.circuits import (
     configuration_as_list,
     parse_configuration,
 )
+from hybridbed.controller.demand_log import append_demand_log, demand_rows
 from hybridbed.controller.events import OcsEvent, read_event_log
 from hybridbed.controller.rest_api import FabricRestApi
 from hybridbed.controller.rules import (
@@ -52,6 +53,7 @@ CONF.register_opts(
         cfg.StrOpt("fabric_spec", help="JSON file with the FabricSpec"),
         cfg.StrOpt("ocs_spec", help="JSON file with the OcsSpec"),
         cfg.StrOpt("event_log", help="JSON-lines file that receives every reconfiguration event"),
+        cfg.StrOpt("demand_log", help="JSON-lines file that receives the demand of every periodic reconfiguration"),
         cfg.IntOpt("rest_port", help="REST API port on 127.0.0.1"),
     ],
     group="hybridbed",
@@ -82,6 +84,7 @@ class HybridFabricController(app_manager.OSKenApp):
         self.ocs = OcsSpec.model_validate_json(Path(opts.ocs_spec).read_text())
         self.plan = FabricPlan(self.fabric)
         self.event_log = Path(opts.event_log) if opts.event_log else None
+        self.demand_log = Path(opts.demand_log) if opts.demand_log else None
         self.datapaths: dict[int, Any] = {}  # os-ken Datapath objects
         self.installed: set[int] = set()
         # A restarted controller takes up where the last one left: its events (numbering goes on) and the
@@ -103,6 +106,7 @@ class HybridFabricController(app_manager.OSKenApp):
         self.demand_hints = [[0.0] * racks for _ in range(racks)]
         self._measured = MeasuredDemand(racks, self.ocs.measured_demand)
         self.measured_demand = self._measured.matrix
+        self.sent_bytes = [[0.0] * racks for _ in range(racks)]  # by the marked flows since the last poll
         self._flow_bytes: dict[tuple[int, int], int] = {}
         self._reconfig_lock = hub.BoundedSemaphore(1)
         self._rest = hub.WSGIServer(("127.0.0.1", opts.rest_port), FabricRestApi(self))
@@ -275,6 +279,7 @@ class HybridFabricController(app_manager.OSKenApp):
                     delta = stat.byte_count - previous if stat.byte_count >= previous else stat.byte_count
                     self._flow_bytes[key] = stat.byte_count
                     measured[a][b] += delta
+        self.sent_bytes = measured
         self.measured_demand = self._measured.update(measured)
 
     def _periodic_loop(self) -> None:
@@ -291,7 +296,9 @@ class HybridFabricController(app_manager.OSKenApp):
                 sampled = time.time()  # the control lag counts from the demand sample
                 if self.ocs.demand_source in ("measured", "both"):
                     self._measure_demand()
-                for slot in self.circuit_scheduler.schedule(self.demand(), self.circuits):
+                demand = self.demand()
+                self._log_demand(sampled, demand)
+                for slot in self.circuit_scheduler.schedule(demand, self.circuits):
                     if slot.offset_s > 0:
                         if started + slot.offset_s >= next_tick:
                             break
@@ -306,6 +313,19 @@ class HybridFabricController(app_manager.OSKenApp):
                     )
             except Exception:
                 self.logger.exception("periodic reconfiguration failed; retrying next interval")
+
+    def _log_demand(self, sampled: float, demand: list[list[float]]) -> None:
+        if self.demand_log:
+            rows = demand_rows(
+                sampled,
+                self.sent_bytes,
+                self.measured_demand,
+                self.demand_hints,
+                demand,
+                self.circuits,
+                self.circuit_scheduler.threshold_bytes,
+            )
+            append_demand_log(self.demand_log, rows)
 
     # counters ----------------------------------------------------------------------------------
     def port_counters(self) -> dict[str, dict[int, dict[str, int]]]:

@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--rest-port", type=int, required=True, help="REST API port on 127.0.0.1")
     parser.add_argument("--event-log", default=None)
+    parser.add_argument("--demand-log", default=None)
     args = parser.parse_args(argv)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -44,6 +45,7 @@ def main(argv: list[str] | None = None) -> None:
         ("fabric_spec", args.fabric_spec),
         ("ocs_spec", args.ocs_spec),
         ("event_log", args.event_log),
+        ("demand_log", args.demand_log),
         ("rest_port", args.rest_port),
     ):
         cfg.CONF.set_override(name, value, group="hybridbed")

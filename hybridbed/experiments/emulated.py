@@ -1,8 +1,8 @@
 """One emulated run of a scenario under one policy: network, controller, scheduler, workers, results.
 
 The run directory gets the resolved scenario and environment.json first (`run_dir.py`), then results as they
-happen (the scheduler's CSVs, `links.csv` from the switches' port counters every second, `ocs_events.csv` at
-the end) and the logs of the scheduler and every worker. Every time is in seconds since the workload began.
+happen (the scheduler's CSVs, `links.csv` from the switches' port counters every second, `ocs_events.csv` and
+`ocs_demand.csv` at the end) and the logs of the scheduler and every worker. Every time is in seconds since the workload began.
 Whatever ends the run (success, a failure, Ctrl-C), the processes are stopped, the network is torn down and
 what was written stays.
 """
@@ -24,6 +24,7 @@ from hybridbed.config.fabric import OcsSpec
 from hybridbed.config.scenario import Scenario
 from hybridbed.config.servers import ServersNotReady
 from hybridbed.controller.client import DEFAULT_REST_PORT, ControllerError
+from hybridbed.controller.demand_log import DEMAND_FIELDS, read_demand_log
 from hybridbed.controller.events import OCS_EVENT_FIELDS, OcsEvent, read_event_log
 from hybridbed.experiments.run_dir import begin_run_dir
 from hybridbed.experiments.run_failed import RunFailed
@@ -90,7 +91,9 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
                 _stop(processes[:1], STOP_GRACE_S)  # the scheduler first: on SIGTERM it still writes its summary
                 _stop(processes[1:], STOP_GRACE_S)
                 _stop(captures, STOP_GRACE_S)  # last: they see the run's last packets
-                events = _write_ocs_events(net, out_dir, _workload_start(out_dir) or t0)
+                workload_t0 = _workload_start(out_dir) or t0
+                events = _write_ocs_events(net, out_dir, workload_t0)
+                _write_csv(out_dir / "ocs_demand.csv", DEMAND_FIELDS, read_demand_log(net.demand_log, workload_t0))
                 if not (out_dir / "summary.json").exists() and (out_dir / "jobs.csv").exists():
                     summarize(out_dir, len(build_workload(scenario)), status)  # the scheduler died before its own
                 _account_paths(out_dir, events, scenario.scaled_ocs())
@@ -321,9 +324,12 @@ def _write_ocs_events(net: HybridNetwork, out_dir: Path, t0: float) -> list[OcsE
     """ocs_events.csv from the controller's event log, which is there whether or not the controller still runs;
     times in seconds after t0 (the workload's start, as every result time)."""
     events = read_event_log(net.event_log)
-    with (out_dir / "ocs_events.csv").open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=OCS_EVENT_FIELDS)
-        writer.writeheader()
-        for event in events:
-            writer.writerow(event.csv_row(t0))
+    _write_csv(out_dir / "ocs_events.csv", OCS_EVENT_FIELDS, [event.csv_row(t0) for event in events])
     return events
+
+
+def _write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)

@@ -1,7 +1,7 @@
 """One simulated run of a scenario under one policy, into a results directory like an emulated run's.
 
 The directory gets the resolved scenario and environment.json first (`run_dir.py`), then jobs.csv, tasks.csv,
-flows.csv (with each flow's path), ocs_events.csv, preemptions.csv, allocation.csv and links.csv (the ToRs' core
+flows.csv (with each flow's path), ocs_events.csv, ocs_demand.csv, preemptions.csv, allocation.csv and links.csv (the ToRs' core
 port counters, every simulated second) as the simulation goes (flushed at least every second of wall-clock
 time), plan.csv, and summary.json at the end, also when the run fails. Times are simulated seconds.
 """
@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hybridbed.config.scenario import Scenario
+from hybridbed.controller.demand_log import DEMAND_FIELDS
 from hybridbed.controller.events import OCS_EVENT_FIELDS
 from hybridbed.experiments.run_dir import begin_run_dir
 from hybridbed.experiments.run_failed import RunFailed
@@ -48,6 +49,7 @@ def result_logs(out_dir: Path) -> ResultLogs:
         tasks=log("tasks.csv", TASK_FIELDS),
         flows=log("flows.csv", FLOW_PATH_FIELDS),
         ocs_events=log("ocs_events.csv", OCS_EVENT_FIELDS),
+        ocs_demand=log("ocs_demand.csv", DEMAND_FIELDS),
         actions=log("preemptions.csv", ACTION_FIELDS),
         allocation=AllocationTimeline(out_dir / "allocation.csv"),
         links=LinkCounterLog(out_dir / "links.csv"),

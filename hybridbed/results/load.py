@@ -9,7 +9,19 @@ from pathlib import Path
 
 import pandas as pd
 
-TABLES = ("jobs", "tasks", "flows", "links", "ocs_events", "preemptions", "allocation", "usage", "plan", "fidelity")
+TABLES = (
+    "jobs",
+    "tasks",
+    "flows",
+    "links",
+    "ocs_events",
+    "ocs_demand",
+    "preemptions",
+    "allocation",
+    "usage",
+    "plan",
+    "fidelity",
+)
 
 
 @dataclass

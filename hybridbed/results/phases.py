@@ -11,12 +11,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from hybridbed.controller.events import OcsEvent
 from hybridbed.results.fidelity import counted_total
 from hybridbed.results.load import RunResults
 from hybridbed.results.path_accounting import uplink_bytes
 from hybridbed.results.timeline import circuit_timeline, run_end_s, with_fetched_s
 
 JOB_PHASES = ("wait_s", "map_s", "shuffle_tail_s", "reduce_s")
+# A reconfiguration asked for within this of a demand sample was decided on it (both files keep microseconds).
+SAME_SAMPLE_S = 2e-6
 
 
 def job_phases(run: RunResults) -> pd.DataFrame:
@@ -118,6 +121,61 @@ def _circuit_times(run: RunResults) -> dict[str, float]:
     }
 
 
+def circuit_endings(ocs_events: pd.DataFrame, ocs_demand: pd.DataFrame) -> pd.DataFrame:
+    """One row per circuit a periodic reconfiguration took down (pair "a->b", t_s: when it was asked for), with
+    why, from the demand that reconfiguration matched on (ocs_demand.csv): `under_threshold` (the pair's demand
+    had fallen under the elephant threshold), `sent_nothing` (under it because, with `measured_demand:
+    backlog`, the pair had sent nothing since the sample before: its backlog started again from zero) or
+    `outmatched` (still an elephant, but the matching gave its ports to other pairs). A circuit taken down
+    with no demand sample at its time (a pinned or an on-demand one) is left out."""
+    columns = ["pair", "t_s", "why"]
+    if ocs_events.empty or ocs_demand.empty:
+        return pd.DataFrame(columns=columns)
+    taken_down = [
+        (event.requested, a, b)
+        for event in (OcsEvent.from_csv_row(row) for row in ocs_events.to_dict("records"))
+        for a, b in _pairs(event.circuits_before) - _pairs(event.circuits_after)
+    ]
+    if not taken_down:
+        return pd.DataFrame(columns=columns)
+    samples = pd.DataFrame({"sample_s": np.unique(ocs_demand.t_s)})
+    decided_on = pd.merge_asof(
+        pd.DataFrame(taken_down, columns=["t_s", "src_rack", "dst_rack"]).sort_values(["t_s", "src_rack", "dst_rack"]),
+        samples,
+        left_on="t_s",
+        right_on="sample_s",
+        direction="nearest",
+        tolerance=SAME_SAMPLE_S,
+    ).dropna(subset=["sample_s"])
+    rows = decided_on.merge(
+        ocs_demand.rename(columns={"t_s": "sample_s"}), on=["sample_s", "src_rack", "dst_rack"], how="inner"
+    )
+    why = np.select(
+        [rows.elephant == 1, rows.sent_bytes == 0], ["outmatched", "sent_nothing"], default="under_threshold"
+    )
+    pairs = rows.src_rack.astype(int).astype(str) + "->" + rows.dst_rack.astype(int).astype(str)
+    return pd.DataFrame({"pair": pairs, "t_s": rows.t_s, "why": why})[columns]
+
+
+def _pairs(circuits: list[dict]) -> set[tuple[int, int]]:
+    return {(c["src_rack"], c["dst_rack"]) for c in circuits}
+
+
+def _circuit_endings(run: RunResults) -> dict[str, float]:
+    """How many circuits went dark, by why (`circuit_endings`); the rack-pair intervals at or above the elephant
+    threshold, the demand the matching was offered."""
+    if run.ocs_demand.empty:
+        return {}
+    endings = circuit_endings(run.ocs_events, run.ocs_demand).why.value_counts()
+    return {
+        "elephant pair-intervals": float(run.ocs_demand.elephant.sum()),
+        "circuits taken down": float(endings.sum()),
+        "taken down: pair sent nothing an interval": float(endings.get("sent_nothing", 0)),
+        "taken down: demand under threshold, still sending": float(endings.get("under_threshold", 0)),
+        "taken down: outmatched": float(endings.get("outmatched", 0)),
+    }
+
+
 def _busy_while_waiting(run: RunResults) -> dict[str, float]:
     """Time-weighted mean of the tasks running while tasks were pending (from allocation.csv): a scheduler
     that keeps its containers busy shows the cluster's slots here, one that is slow to launch fewer."""
@@ -145,6 +203,7 @@ def phase_measures(run: RunResults) -> pd.Series:
     measures.update(_transfer_rates(run))
     measures.update(_wire_overhead(run))
     measures.update(_circuit_times(run))
+    measures.update(_circuit_endings(run))
     measures["reconfigurations"] = float(run.summary.get("reconfigurations") or 0)
     measures.update(_busy_while_waiting(run))
     return pd.Series(measures)

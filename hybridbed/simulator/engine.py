@@ -39,6 +39,7 @@ from hybridbed.config.addressing import FabricPlan
 from hybridbed.config.constants import SHUFFLE_READ_TIMEOUT_S
 from hybridbed.config.scenario import Scenario
 from hybridbed.controller.circuits import Configuration, MeasuredDemand, combined_demand
+from hybridbed.controller.demand_log import demand_rows
 from hybridbed.results.path_accounting import path_by_ocs_share
 from hybridbed.results.progress import Progress
 from hybridbed.results.records import (
@@ -112,12 +113,22 @@ class ResultLogs:
     tasks: CsvLog
     flows: CsvLog
     ocs_events: CsvLog
+    ocs_demand: CsvLog
     actions: CsvLog
     allocation: AllocationTimeline
     links: LinkCounterLog
 
     def close(self) -> None:
-        for log in (self.jobs, self.tasks, self.flows, self.ocs_events, self.actions, self.allocation, self.links):
+        for log in (
+            self.jobs,
+            self.tasks,
+            self.flows,
+            self.ocs_events,
+            self.ocs_demand,
+            self.actions,
+            self.allocation,
+            self.links,
+        ):
             log.close()
 
 
@@ -625,7 +636,8 @@ class Simulation:
             return
         racks = self.scenario.fabric.racks
         hints = self.policy.ocs_demand(self.cluster) or [[0.0] * racks for _ in range(racks)]
-        measured = self._measured.update(self.flows.take_pair_bytes())
+        sent = self.flows.take_pair_bytes()
+        measured = self._measured.update(sent)
         demand = combined_demand(hints, measured, self.scenario.ocs.demand_source)
         queued = self._elephants_waiting()
         if self.elephants_wait:
@@ -633,6 +645,8 @@ class Simulation:
                 queued[pair] = queued.get(pair, 0.0) + left
         for (a, b), left in queued.items():
             demand[a][b] += max(left, self._threshold)  # an elephant's, whatever is left of it
+        for row in demand_rows(round(self.now, 6), sent, measured, hints, demand, self.ocs.circuits, self._threshold):
+            self.logs.ocs_demand.write(row)
         first, *later = self.ocs.schedule(demand)
         self._ocs_round += 1
         self._set_circuits(first.configuration)

@@ -150,6 +150,12 @@ class HybridNetwork:
         assert self.record is not None
         return self.record.state_dir / "ocs_events.jsonl"
 
+    @property
+    def demand_log(self) -> Path:
+        """The controller's JSON-lines log of the demand each periodic reconfiguration matched on."""
+        assert self.record is not None
+        return self.record.state_dir / "ocs_demand.jsonl"
+
     def __enter__(self) -> HybridNetwork:
         self.start()
         return self
@@ -238,6 +244,8 @@ class HybridNetwork:
                     str(DEFAULT_REST_PORT),
                     "--event-log",
                     str(self.event_log),
+                    "--demand-log",
+                    str(self.demand_log),
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,

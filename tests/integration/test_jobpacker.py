@@ -80,6 +80,14 @@ def test_jobpacker_moves_a_shuffle_heavy_job_onto_the_ocs_where_fair_does_not(tm
     assert sorted(reduces.groupby("rack").size().tolist()) == [2, 2]
     plan = pd.read_csv(out / "jobpacker" / "plan.csv")
     assert plan.job_id.tolist() == ["job0"] and bool(plan.uses_ocs.iloc[0])
+    # the run's ocs_demand.csv holds what each of its reconfigurations matched on, on the workload's clock:
+    # JobPacker's hints among it, Fair giving none
+    events = pd.read_csv(out / "jobpacker" / "ocs_events.csv")
+    demand = pd.read_csv(out / "jobpacker" / "ocs_demand.csv")
+    sampled = demand.t_s.unique()
+    assert all(abs(sampled - t).min() < 2e-6 for t in events.requested_s)
+    assert (demand.hinted_bytes > 0).any() and (demand.elephant == 1).any()
+    assert (pd.read_csv(out / "fair" / "ocs_demand.csv").hinted_bytes == 0).all()
 
 
 def test_in_steering_mode_elephant_the_marked_elephant_connections_ride_the_circuit(tmp_path):

@@ -7,10 +7,13 @@ import threading
 import time
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.controller.client import ControllerError
+from hybridbed.controller.demand_log import read_demand_log
+from hybridbed.results.phases import circuit_endings
 from hybridbed.testbed import probes
 from hybridbed.testbed.network import HybridNetwork
 
@@ -94,6 +97,14 @@ def test_measured_elephant_gets_a_circuit(periodic):
     assert (2, 0) in seen
     assert results[0].bytes_received > 0
     assert _wait_for_circuits(periodic, set()) == set(), "the circuit should go once the flow has ended"
+    # the demand log says why: the circuit was lit for bytes the ToR counted and went when its pair sent nothing
+    time.sleep(INTERVAL_S)  # the event is logged once the switches confirmed it
+    demand = pd.DataFrame(read_demand_log(periodic.demand_log, 0.0))
+    lit_for = demand[(demand.src_rack == 2) & (demand.dst_rack == 0) & (demand.elephant == 1)]
+    assert (lit_for.sent_bytes >= THRESHOLD_BYTES).any()
+    events = pd.DataFrame([event.csv_row() for event in periodic.controller.events()])
+    endings = circuit_endings(events, demand)
+    assert endings[endings.pair == "2->0"].why.iloc[-1] == "sent_nothing"
 
 
 def test_only_marked_aggregates_count_and_their_backlog_reaches_the_threshold():
@@ -123,7 +134,12 @@ def test_only_marked_aggregates_count_and_their_backlog_reaches_the_threshold():
             time.sleep(0.1)
         for flow in flows:
             flow.join()
+        demand = pd.DataFrame(read_demand_log(net.demand_log, 0.0))
     assert (2, 0) in seen and (1, 0) not in seen
+    # logged as the matching saw it: 2->0 an elephant by its backlog, 1->0's unmarked bytes never demand
+    elephant = demand[(demand.src_rack == 2) & (demand.dst_rack == 0) & (demand.elephant == 1)].iloc[0]
+    assert 0 < elephant.sent_bytes < 100_000 <= elephant.measured_bytes == elephant.demand_bytes
+    assert not ((demand.src_rack == 1) & (demand.dst_rack == 0)).any()
     # one interval at the whole 1 Mb/s downlink carries 62.5 kB, under the threshold: only a backlog of more
     # than one interval lights the circuit (100 kB take 0.8 s at the full rate, if the unmarked flow starts late)
     assert first_lit is not None and first_lit > INTERVAL_S

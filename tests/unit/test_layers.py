@@ -29,6 +29,7 @@ ALLOWED: dict[str, set[str]] = {
         "controller.circuits",
         "controller.circuit_schedulers",
         "controller.events",
+        "controller.demand_log",
         "workers.shuffle",
         "workers.host_share",
     },

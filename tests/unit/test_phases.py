@@ -77,6 +77,7 @@ def two_job_run() -> RunResults:
             "flows": flows,
             "allocation": allocation,
             "ocs_events": pd.DataFrame(),
+            "ocs_demand": pd.DataFrame(),
             "links": pd.DataFrame(
                 {
                     "time_s": [0.0, 0.0, 11.0, 11.0],

@@ -17,6 +17,7 @@ from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.experiments.scenarios import load_scenario
 from hybridbed.experiments.simulated import run_simulation
 from hybridbed.results.path_accounting import uplink_bytes
+from hybridbed.results.phases import circuit_endings
 from hybridbed.scheduler.model import JobSpec, Resources, build_job
 from hybridbed.simulator.engine import CLOCK_TICKS_PER_S, next_tick
 from hybridbed.simulator.fabric import FabricLinks, SimulatedOcs
@@ -164,6 +165,13 @@ def test_every_byte_of_the_workload_moves_and_every_job_finishes(tmp_path, polic
     assert uplinks == pytest.approx(cross.bytes.sum(), rel=0.01)  # finished flows may end up to 0.5 % early
     events = pd.read_csv(out / "ocs_events.csv")
     assert len(events) == summary["reconfigurations"] > 0
+
+    # every circuit a reconfiguration took down was decided on a logged demand: its pair's row says why
+    def pairs(circuits: str) -> set[tuple[int, int]]:
+        return {(c["src_rack"], c["dst_rack"]) for c in json.loads(circuits)}
+
+    taken_down = sum(len(pairs(e.circuits_before) - pairs(e.circuits_after)) for e in events.itertuples())
+    assert len(circuit_endings(events, pd.read_csv(out / "ocs_demand.csv"))) == taken_down > 0
     links = pd.read_csv(out / "links.csv")  # the ToR core port counters, as the emulation samples them
     assert set(links.link) == {f"tor{r}-{kind}" for r in range(4) for kind in ("eps", "ocs0")}
     eps, ocs = uplink_bytes(links)
