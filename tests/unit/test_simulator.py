@@ -104,6 +104,32 @@ def simulate(tmp_path: Path, policy: str, name: str, **overrides) -> Path:
     return out
 
 
+def test_reducers_released_by_a_map_are_offered_every_free_host_as_the_emulated_scheduler_offers_them(tmp_path):
+    # one map, then 8 reducers on 8 idle hosts of 2 containers: the emulated scheduler offers every free host
+    # round by round (one task a host a round), so they start together, one a host. Offering only the host
+    # the map freed put two on it and left six for the next heartbeat.
+    trace = tmp_path / "job.tsv"
+    trace.write_text("job0\t0\t0\t1000000\t8000000\t1000000\n")  # bytes: 1 MB in, 8 MB shuffled
+    out = simulate(
+        tmp_path,
+        "fair",
+        "fair",
+        **{
+            "scale": 1.0,
+            "workload.source": "swim",
+            "workload.trace": str(trace),
+            "workload.jobs": 1,
+            "workload.shape.block_mb": 1,
+            "workload.shape.reduce_input_mb": 1,
+        },
+    )
+    tasks = pd.read_csv(out / "tasks.csv")
+    (map_end,) = tasks[tasks.kind == "map"].finish_s
+    reducers = tasks[tasks.kind == "reduce"]
+    assert len(reducers) == 8 and reducers.host.nunique() == 8
+    assert reducers.start_s.tolist() == pytest.approx([map_end] * 8)
+
+
 def test_backlog_demand_lights_circuits_for_aggregates_too_slow_to_cross_the_threshold_in_one_interval(tmp_path):
     # 400 kB after scaling: more than a 2 Mb/s EPS uplink moves in a 1 s interval, so measured demand of
     # one interval never reaches it; summed over the intervals a pair keeps sending, it does
