@@ -88,6 +88,29 @@ def _transfer_rates(run: RunResults) -> dict[str, float]:
     return measures
 
 
+def _elephant_aggregates(run: RunResults) -> dict[str, float]:
+    """How long each elephant aggregate (a job's marked connections from one rack to another) kept sending: from
+    its first connection's start to its last one's end, the time its pair stays demand for a circuit; and, of
+    aggregates of several connections, how far apart their ends fell (max-min sharing ends equal connections
+    together; TCP sharing a congested link need not)."""
+    flows = run.flows
+    if flows.empty or "elephant" not in flows:
+        return {}
+    marked = flows[(flows.elephant == 1) & (flows.src_rack != flows.dst_rack)]
+    if marked.empty:
+        return {}
+    aggregates = marked.groupby(["job_id", "src_rack", "dst_rack"]).agg(
+        n=("start_s", "size"), first=("start_s", "min"), first_end=("end_s", "min"), last=("end_s", "max")
+    )
+    several = aggregates[aggregates.n > 1]
+    return {
+        "elephant aggregate s sending (mean)": float((aggregates["last"] - aggregates["first"]).mean()),
+        "elephant aggregate connections' ends apart s (median)": float(
+            (several["last"] - several.first_end).median() if len(several) else np.nan
+        ),
+    }
+
+
 def _wire_overhead(run: RunResults) -> dict[str, float]:
     """Bytes the ToRs sent up (EPS and OCS) per byte the transfers between racks moved, and the OCS uplinks'
     bytes per byte the flows' accounting put on circuits: 1 in the simulator; in the emulation headers,
@@ -203,6 +226,7 @@ def phase_measures(run: RunResults) -> pd.Series:
     measures.update(_transfer_rates(run))
     measures.update(_wire_overhead(run))
     measures.update(_circuit_times(run))
+    measures.update(_elephant_aggregates(run))
     measures.update(_circuit_endings(run))
     measures["reconfigurations"] = float(run.summary.get("reconfigurations") or 0)
     measures.update(_busy_while_waiting(run))

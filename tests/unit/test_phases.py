@@ -129,3 +129,18 @@ def test_measures_sum_the_time_cpu_quotas_held_tasks_back_where_it_was_counted()
     assert "task processes' CPU s (all)" not in phase_measures(run)
     run.tables["tasks"] = tasks.assign(cpu_s=[0.5, 0.25, 0.0, 1.5, float("nan")])
     assert phase_measures(run)["task processes' CPU s (all)"] == 2.25
+
+
+def test_an_elephant_aggregate_sends_from_its_first_connections_start_to_its_last_ones_end():
+    run = two_job_run()
+    assert not any("aggregate" in name for name in phase_measures(run).index)  # no marked connections counted
+    elephants = [
+        fetch("j0-r0", "j0", 5.0, 8.0, 500_000, "eps"),
+        fetch("j0-r1", "j0", 5.5, 9.5, 500_000, "ocs"),  # the same job and rack pair: ends 1.5 s apart
+        fetch("j1-r0", "j1", 2.0, 4.0, 500_000, "eps"),  # an aggregate of one connection
+        fetch("j1-r1", "j1", 2.0, 3.0, 500_000, "rack"),  # inside a rack: no circuit to ask for
+    ]
+    run.tables["flows"] = pd.DataFrame(elephants).assign(elephant=1)
+    measures = phase_measures(run)
+    assert measures["elephant aggregate s sending (mean)"] == (4.5 + 2.0) / 2
+    assert measures["elephant aggregate connections' ends apart s (median)"] == 1.5
