@@ -147,8 +147,9 @@ def _circuit_times(run: RunResults) -> dict[str, float]:
 def circuit_endings(ocs_events: pd.DataFrame, ocs_demand: pd.DataFrame) -> pd.DataFrame:
     """One row per circuit a periodic reconfiguration took down (pair "a->b", t_s: when it was asked for), with
     why, from the demand that reconfiguration matched on (ocs_demand.csv): `under_threshold` (the pair's demand
-    had fallen under the elephant threshold), `sent_nothing` (under it because, with `measured_demand:
-    backlog`, the pair had sent nothing since the sample before: its backlog started again from zero) or
+    had fallen under the elephant threshold), `sent_nothing` (under it, and the ToR counted no byte of the pair
+    since the sample before: with measured demand the pair stopped sending, and a backlog starts again from
+    zero; with `demand_source: hints` nothing is counted, so every ending under the threshold reads so) or
     `outmatched` (still an elephant, but the matching gave its ports to other pairs). A circuit taken down
     with no demand sample at its time (a pinned or an on-demand one) is left out."""
     columns = ["pair", "t_s", "why"]

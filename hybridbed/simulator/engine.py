@@ -397,12 +397,12 @@ class Simulation:
         self._end_fetches(task)
         self._parts.pop(task.task_id, None)
         self.logs.tasks.write(task_row(task, self.now, self.cluster.rack_of, stats))
-        running = self.cluster.jobs[task.job_id]
-        released = len(self.cluster.released_stages(running))
+        unfinished = self.cluster.jobs.get(task.job_id)
+        released = len(self.cluster.released_stages(unfinished)) if unfinished is not None else 0
         job = self.core.task_finished(task.task_id, attempt, self.now)
         if job is not None:
             self.logs.jobs.write(job_row(job))
-        elif len(self.cluster.released_stages(running)) > released:
+        elif unfinished is not None and len(self.cluster.released_stages(unfinished)) > released:
             self._offer_all = True  # new work for every free host, as the emulated scheduler's next pass offers it
         self._offer[task.host] = None
 
