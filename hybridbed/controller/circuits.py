@@ -274,6 +274,23 @@ def combined_demand(hints: list[list[float]], measured: list[list[float]], sourc
     ]
 
 
+class CounterReadings:
+    """The bytes each flow entry (switch, cookie) counted since it was last read. An entry deleted and added again
+    (a pair's steering onto a circuit, every time its circuit is lit) counts from zero again; it is told apart by
+    its age, which restarts too, because its new count may already have passed the old entry's last reading."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[int, int], tuple[int, float]] = {}  # (switch, cookie) -> (bytes, age s) last read
+
+    def delta(self, entry: tuple[int, int], byte_count: int, age_s: float) -> int:
+        """Bytes since the last reading of `entry`, read now as `byte_count` at `age_s` seconds old."""
+        last = self._last.get(entry)
+        self._last[entry] = (byte_count, age_s)
+        if last is None or age_s < last[1] or byte_count < last[0]:
+            return byte_count  # a new entry: all of its bytes are new
+        return byte_count - last[0]
+
+
 class MeasuredDemand:
     """The measured rack-to-rack demand periodic mode matches on, from each interval's bytes: those bytes
     (`interval`), or (`backlog`) a pair's bytes summed over the intervals since it last sent nothing."""

@@ -29,6 +29,7 @@ from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.controller.circuit_schedulers import circuit_scheduler
 from hybridbed.controller.circuits import (
     Configuration,
+    CounterReadings,
     MeasuredDemand,
     circuit_moves,
     combined_demand,
@@ -107,7 +108,7 @@ class HybridFabricController(app_manager.OSKenApp):
         self._measured = MeasuredDemand(racks, self.ocs.measured_demand)
         self.measured_demand = self._measured.matrix
         self.sent_bytes = [[0.0] * racks for _ in range(racks)]  # by the marked flows since the last poll
-        self._flow_bytes: dict[tuple[int, int], int] = {}
+        self._counters = CounterReadings()
         self._reconfig_lock = hub.BoundedSemaphore(1)
         self._rest = hub.WSGIServer(("127.0.0.1", opts.rest_port), FabricRestApi(self))
         self.threads.append(hub.spawn(self._rest.serve_forever))
@@ -272,13 +273,9 @@ class HybridFabricController(app_manager.OSKenApp):
                 for stat in reply.body:
                     if not stat.cookie & demand_cookies(self.ocs):
                         continue
-                    b = stat.cookie & COOKIE_RACK_MASK
-                    key = (dp.id, stat.cookie)
-                    previous = self._flow_bytes.get(key, 0)
-                    # a circuit rule re-added after a reconfiguration starts again from zero
-                    delta = stat.byte_count - previous if stat.byte_count >= previous else stat.byte_count
-                    self._flow_bytes[key] = stat.byte_count
-                    measured[a][b] += delta
+                    age_s = stat.duration_sec + stat.duration_nsec / 1e9
+                    delta = self._counters.delta((dp.id, stat.cookie), stat.byte_count, age_s)
+                    measured[a][stat.cookie & COOKIE_RACK_MASK] += delta
         self.sent_bytes = measured
         self.measured_demand = self._measured.update(measured)
 

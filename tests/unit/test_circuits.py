@@ -8,6 +8,7 @@ from hybridbed.controller import circuits
 from hybridbed.controller.circuits import (
     Circuit,
     ConfigurationError,
+    CounterReadings,
     MeasuredDemand,
     circuit_moves,
     elephant_demand,
@@ -121,6 +122,18 @@ def test_interval_demand_is_the_last_intervals_bytes_and_backlog_sums_them_until
     assert [i for i, _ in seen] == intervals
     # 0->1 keeps sending: 4, 8, 12 (crosses a threshold of 10 no single interval reaches); 1->0 paused once
     assert [b for _, b in seen] == [[[0, 4], [1, 0]], [[0, 8], [0, 0]], [[0, 12], [2, 0]]]
+
+
+def test_a_flow_entry_added_again_counts_from_zero_even_once_past_the_old_entrys_last_reading():
+    counters, steering = CounterReadings(), (3, 0x2_0001)
+    assert counters.delta(steering, 500, 1.0) == 500  # first read: every byte since it was added
+    assert counters.delta(steering, 800, 1.5) == 300
+    # the circuit went dark and lit again: the new entry, 0.4 s old, has counted 900 bytes, all of them new
+    # (read by count alone, 900 - 800 = 100)
+    assert counters.delta(steering, 900, 0.4) == 900
+    assert counters.delta(steering, 1000, 0.9) == 100
+    assert counters.delta(steering, 50, 0.2) == 50  # added again, and still below the last reading
+    assert counters.delta((4, 0x2_0001), 70, 5.0) == 70  # another switch's entry of the same cookie
 
 
 def test_circuit_moves_keep_a_circuit_lit_unless_relit():
