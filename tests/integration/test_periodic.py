@@ -97,14 +97,15 @@ def test_measured_elephant_gets_a_circuit(periodic):
     assert (2, 0) in seen
     assert results[0].bytes_received > 0
     assert _wait_for_circuits(periodic, set()) == set(), "the circuit should go once the flow has ended"
-    # the demand log says why: the circuit was lit for bytes the ToR counted and went when its pair sent nothing
+    # the demand log says why: the circuit was lit for bytes the ToR counted, and went because they stopped (the
+    # flow's last interval may still carry a few, under the threshold), not because another pair outweighed it
     time.sleep(INTERVAL_S)  # the event is logged once the switches confirmed it
     demand = pd.DataFrame(read_demand_log(periodic.demand_log, 0.0))
     lit_for = demand[(demand.src_rack == 2) & (demand.dst_rack == 0) & (demand.elephant == 1)]
     assert (lit_for.sent_bytes >= THRESHOLD_BYTES).any()
     events = pd.DataFrame([event.csv_row() for event in periodic.controller.events()])
     endings = circuit_endings(events, demand)
-    assert endings[endings.pair == "2->0"].why.iloc[-1] == "sent_nothing"
+    assert endings[endings.pair == "2->0"].why.iloc[-1] in ("sent_nothing", "under_threshold")
 
 
 def test_only_marked_aggregates_count_and_their_backlog_reaches_the_threshold():
