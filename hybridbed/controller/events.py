@@ -82,6 +82,11 @@ class OcsEvent:
         )
 
 
+def circuit_pairs(circuits: list[dict]) -> set[tuple[int, int]]:
+    """The (source rack, destination rack) pairs of an event's circuit list."""
+    return {(c["src_rack"], c["dst_rack"]) for c in circuits}
+
+
 def read_event_log(path: Path) -> list[OcsEvent]:
     """The events of the controller's JSON-lines log (one per line, appended as they happen); it outlives the
     controller, so a run whose controller died still has its events. A line cut short by a crash is skipped."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from hybridbed.controller.events import OcsEvent
+from hybridbed.controller.events import OcsEvent, circuit_pairs
 
 LIT_FULLY = 0.99
 LIT_NEVER = 0.01
@@ -32,8 +32,7 @@ def lit_intervals(events: list[OcsEvent]) -> dict[tuple[int, int], list[tuple[fl
     lit: dict[tuple[int, int], float] = {}
     intervals: dict[tuple[int, int], list[tuple[float, float]]] = {}
     for event in sorted(events, key=lambda e: e.seq):
-        before = {(c["src_rack"], c["dst_rack"]) for c in event.circuits_before}
-        after = {(c["src_rack"], c["dst_rack"]) for c in event.circuits_after}
+        before, after = circuit_pairs(event.circuits_before), circuit_pairs(event.circuits_after)
         for pair in before - after:
             if pair in lit:
                 intervals.setdefault(pair, []).append((lit.pop(pair), event.dark_from))

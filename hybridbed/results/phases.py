@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from hybridbed.controller.events import OcsEvent
+from hybridbed.controller.events import OcsEvent, circuit_pairs
 from hybridbed.results.fidelity import counted_total
 from hybridbed.results.load import RunResults
 from hybridbed.results.path_accounting import uplink_bytes
@@ -158,7 +158,7 @@ def circuit_endings(ocs_events: pd.DataFrame, ocs_demand: pd.DataFrame) -> pd.Da
     taken_down = [
         (event.requested, a, b)
         for event in (OcsEvent.from_csv_row(row) for row in ocs_events.to_dict("records"))
-        for a, b in _pairs(event.circuits_before) - _pairs(event.circuits_after)
+        for a, b in circuit_pairs(event.circuits_before) - circuit_pairs(event.circuits_after)
     ]
     if not taken_down:
         return pd.DataFrame(columns=columns)
@@ -179,10 +179,6 @@ def circuit_endings(ocs_events: pd.DataFrame, ocs_demand: pd.DataFrame) -> pd.Da
     )
     pairs = rows.src_rack.astype(int).astype(str) + "->" + rows.dst_rack.astype(int).astype(str)
     return pd.DataFrame({"pair": pairs, "t_s": rows.t_s, "why": why})[columns]
-
-
-def _pairs(circuits: list[dict]) -> set[tuple[int, int]]:
-    return {(c["src_rack"], c["dst_rack"]) for c in circuits}
 
 
 def _circuit_endings(run: RunResults) -> dict[str, float]:

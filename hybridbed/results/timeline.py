@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from hybridbed.controller.events import OcsEvent
+from hybridbed.controller.events import OcsEvent, circuit_pairs
 from hybridbed.results.path_accounting import lit_intervals
 
 PHASES = ("map", "shuffle", "reduce")
@@ -48,7 +48,7 @@ def circuit_timeline(ocs_events: pd.DataFrame, run_end_s: float) -> CircuitTimel
     ]
     dark = []
     for event in events:
-        before = {(c["src_rack"], c["dst_rack"]) for c in event.circuits_before}
+        before = circuit_pairs(event.circuits_before)
         dark += [
             (_pair(c["src_rack"], c["dst_rack"]), event.dark_from, event.dark_until)
             for c in event.circuits_after

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from hybridbed.config.fabric import FabricSpec, OcsSpec
+from hybridbed.controller.events import circuit_pairs
 from hybridbed.experiments.scenarios import load_scenario
 from hybridbed.experiments.simulated import run_simulation
 from hybridbed.results.path_accounting import uplink_bytes
@@ -193,10 +194,10 @@ def test_every_byte_of_the_workload_moves_and_every_job_finishes(tmp_path, polic
     assert len(events) == summary["reconfigurations"] > 0
 
     # every circuit a reconfiguration took down was decided on a logged demand: its pair's row says why
-    def pairs(circuits: str) -> set[tuple[int, int]]:
-        return {(c["src_rack"], c["dst_rack"]) for c in json.loads(circuits)}
-
-    taken_down = sum(len(pairs(e.circuits_before) - pairs(e.circuits_after)) for e in events.itertuples())
+    taken_down = sum(
+        len(circuit_pairs(json.loads(e.circuits_before)) - circuit_pairs(json.loads(e.circuits_after)))
+        for e in events.itertuples()
+    )
     assert len(circuit_endings(events, pd.read_csv(out / "ocs_demand.csv"))) == taken_down > 0
     links = pd.read_csv(out / "links.csv")  # the ToR core port counters, as the emulation samples them
     assert set(links.link) == {f"tor{r}-{kind}" for r in range(4) for kind in ("eps", "ocs0")}
