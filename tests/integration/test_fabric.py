@@ -169,8 +169,9 @@ def test_invalid_api_input_is_rejected_and_changes_nothing(clean_circuits):
 
 
 def test_f_eps_variant_reaches_everything_at_the_ocs_rate():
-    # hosts faster than the OCS rate, so the EPS uplink (at the OCS rate in f-eps) is the bottleneck
-    fabric = FabricSpec(racks=3, hosts_per_rack=2, host_rate_mbps=60, ocs_rate_mbps=40, variant="f-eps")
+    # hosts faster than the OCS rate, so the EPS uplink (at the OCS rate in f-eps) is the bottleneck; the OCS rate is
+    # the default (20 Mb/s): at 40 Mb/s a busy 2-core VM's userspace datapath could not always carry it
+    fabric = FabricSpec(racks=3, hosts_per_rack=2, host_rate_mbps=30, ocs_rate_mbps=20, variant="f-eps")
     with HybridNetwork(fabric) as net:
         assert "ocs" not in net.plan.switch_names().values()
         assert net.net.pingAll(timeout="1") == 0.0
