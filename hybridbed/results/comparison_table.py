@@ -148,6 +148,42 @@ def write_comparison_table(table: pd.DataFrame, baseline: str, out_dir: Path) ->
     return view
 
 
+# Times within this fraction of each other rank as a tie: the emulated quickstart's makespans spread by 2 % from
+# run to run (docs/reproductions.md), and online runs all end near the last arrival.
+TIE_FRACTION = 0.02
+
+
+def ranking(times: pd.Series, tie_fraction: float = TIE_FRACTION) -> list[list[str]]:
+    """The setups (the index) fastest first, in groups of ties: each group's times within `tie_fraction` of its
+    fastest."""
+    groups: list[list[str]] = []
+    fastest = math.nan
+    for setup, time in times.sort_values(kind="stable").items():
+        if groups and time <= fastest * (1 + tie_fraction):
+            groups[-1].append(str(setup))
+        else:
+            groups.append([str(setup)])
+            fastest = time
+    return groups
+
+
+def ranking_text(groups: list[list[str]]) -> str:
+    """A ranking as `a < b = c`."""
+    return " < ".join(" = ".join(group) for group in groups)
+
+
+def same_ranking(a: list[list[str]], b: list[list[str]]) -> bool:
+    """No two setups in opposite orders in the two rankings (a tie in either agrees with any order)."""
+    place_a = {setup: i for i, group in enumerate(a) for setup in group}
+    place_b = {setup: i for i, group in enumerate(b) for setup in group}
+    setups = sorted(place_a.keys() & place_b.keys())
+    return all(
+        (place_a[x] - place_a[y]) * (place_b[x] - place_b[y]) >= 0
+        for i, x in enumerate(setups)
+        for y in setups[i + 1 :]
+    )
+
+
 def comparison_json(table: pd.DataFrame) -> str:
     """comparison.csv as one strict JSON object keyed by setup: a measure a setup has no value for (a failed
     setup's, or a share of nothing) is null, never NaN, which JSON does not have."""

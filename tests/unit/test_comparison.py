@@ -14,7 +14,15 @@ from hybridbed.cli import _print_comparison
 from hybridbed.config.validation import SpecError
 from hybridbed.experiments.comparison import COLUMNS, default_setups, result_row, setup_scenario
 from hybridbed.experiments.scenarios import load_scenario
-from hybridbed.results.comparison_table import comparison_json, comparison_table, legend, write_comparison_table
+from hybridbed.results.comparison_table import (
+    comparison_json,
+    comparison_table,
+    legend,
+    ranking,
+    ranking_text,
+    same_ranking,
+    write_comparison_table,
+)
 from hybridbed.results.plots import plot_comparison
 from hybridbed.workloads.build import build_workload
 
@@ -224,3 +232,15 @@ def test_a_captured_run_brings_its_timer_silence_into_the_comparison_and_its_leg
     assert view.loc["TCP timer silence share"].tolist() == ["0.19", "-"]
     assert "waiting for a retransmission timer" in legend(view, "fair")
     assert "TCP timer silence" not in legend(comparison_table(wide_table(), baseline="fair"), "fair")
+
+
+def test_setups_within_the_tie_fraction_rank_together_and_a_tie_agrees_with_either_order():
+    emulated = ranking(pd.Series({"fair": 600.0, "corral": 651.0, "jobpacker": 520.0, "f-eps": 555.0}))
+    assert ranking_text(emulated) == "jobpacker < f-eps < fair < corral"
+    online = ranking(pd.Series({"fair": 1800.4, "corral": 1800.2, "jobpacker": 1800.3, "f-eps": 1850.0}))
+    assert online == [["corral", "jobpacker", "fair"], ["f-eps"]]
+    assert same_ranking(online, ranking(pd.Series({"fair": 1.0, "corral": 3.0, "jobpacker": 2.0, "f-eps": 4.0})))
+    assert not same_ranking(online, ranking(pd.Series({"fair": 5.0, "corral": 3.0, "jobpacker": 2.0, "f-eps": 4.0})))
+    # a group is measured from its fastest: a chain of small steps does not make one long tie
+    chain = ranking(pd.Series({"a": 100.0, "b": 101.5, "c": 103.0}))
+    assert chain == [["a", "b"], ["c"]]
