@@ -73,7 +73,7 @@ PROGRESS_INTERVAL_S = 0.5  # wall-clock seconds between progress reports
 def next_tick(t: float) -> float:
     """The clock's first tick at or after t (a t within a thousandth of a tick past one is on it: its float
     product with the ticks per second can land just above the tick)."""
-    return math.ceil(t * CLOCK_TICKS_PER_S - 1e-3) / CLOCK_TICKS_PER_S if np.isfinite(t) else t
+    return math.ceil(t * CLOCK_TICKS_PER_S - 1e-3) / CLOCK_TICKS_PER_S if math.isfinite(t) else t
 
 
 class SimulationTimeout(RuntimeError):
@@ -478,7 +478,7 @@ class Simulation:
         for connection in opened:
             size = sum(map(fetches.sizes.__getitem__, connection.sources))
             flow = Flow("shuffle", task, fetches.attempt, connection, connection.host, task.host, size, self.now)
-            flow.elephant = any(source in fetches.elephants for source in connection.sources)
+            flow.elephant = not fetches.elephants.isdisjoint(connection.sources)
             self._start_flow(flow)
 
     def _dark_elephant_racks(self, fetches: ReduceFetches) -> set[int]:
@@ -553,26 +553,28 @@ class Simulation:
             self._compute_and_write(task, fetches.attempt)
 
     def _log_flow(self, flow: Flow, size: int, ocs_bytes: float) -> None:
-        """flows.csv's row for the flow, ended now, having moved `size` bytes of which `ocs_bytes` by circuit."""
+        """flows.csv's row for the flow, ended now, having moved `size` bytes of which `ocs_bytes` by circuit (the
+        values in FLOW_PATH_FIELDS' order)."""
         src_rack, dst_rack = self.cluster.rack_of[flow.src], self.cluster.rack_of[flow.dst]
         path = "rack" if src_rack == dst_rack else path_by_ocs_share(ocs_bytes / size if size else 0.0)
-        self.logs.flows.write(
-            {
-                "job_id": flow.task.job_id,
-                "task_id": flow.task.task_id,
-                "attempt": flow.attempt,
-                "kind": flow.kind,
-                "src_host": flow.src,
-                "dst_host": flow.dst,
-                "src_rack": src_rack,
-                "dst_rack": dst_rack,
-                "bytes": size,
-                "start_s": round(flow.start_s, 6),
-                "end_s": round(self.now, 6),
-                "path": path,
-                "ocs_bytes": round(ocs_bytes),
-                "elephant": int(flow.elephant),
-            }
+        task = flow.task
+        self.logs.flows.write_values(
+            (
+                task.job_id,
+                task.task_id,
+                flow.attempt,
+                flow.kind,
+                flow.src,
+                flow.dst,
+                src_rack,
+                dst_rack,
+                size,
+                round(flow.start_s, 6),
+                round(self.now, 6),
+                int(flow.elephant),
+                path,
+                round(ocs_bytes),
+            )
         )
 
     def _stop(self, pair: tuple[int, int], flow: Flow, remaining: float) -> None:

@@ -196,8 +196,11 @@ class ShuffleFetches:
 
     def _unwait(self, host: str, sources: tuple[str, ...]) -> None:
         waiting = self._waiting[host]
-        for source in sources:
-            del waiting[source]
+        if len(sources) == len(waiting):  # all of them (a connection mostly takes all the host's outputs)
+            waiting.clear()
+        else:
+            for source in sources:
+                del waiting[source]
         if self.tally is not None:
             group = self.tally.group_of(host)
             self.waiting_by_group[group] -= sum(map(self.tally.size_of, sources))

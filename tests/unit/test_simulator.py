@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from hybridbed.config.addressing import FabricPlan
 from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.controller.events import circuit_pairs
 from hybridbed.experiments.scenarios import load_scenario
@@ -187,6 +188,14 @@ def test_every_byte_of_the_workload_moves_and_every_job_finishes(tmp_path, polic
     assert flows[flows.kind == "input"].bytes.sum() == tasks.read_remote_bytes.sum()
     assert (tasks.read_local_bytes + tasks.read_remote_bytes).sum() == jobs.input_bytes.sum()
     assert set(flows.path) <= {"rack", "eps", "ocs", "mixed"}
+    # each column holds what its header says (the simulator writes a flow's row as values in the header's order)
+    rack_of = {host.name: host.rack for host in FabricPlan(load_scenario(out / "scenario.json").fabric).hosts()}
+    assert (flows.src_host.map(rack_of) == flows.src_rack).all() and (
+        flows.dst_host.map(rack_of) == flows.dst_rack
+    ).all()
+    assert set(flows.task_id) <= set(tasks.task_id) and set(flows.job_id) <= set(jobs.job_id)
+    assert (flows.start_s <= flows.end_s).all() and set(flows.elephant) <= {0, 1}
+    assert ((flows.ocs_bytes >= 0) & (flows.ocs_bytes <= flows.bytes)).all()
     cross = flows[flows.src_rack != flows.dst_rack]
     uplinks = summary["eps_uplink_bytes"] + summary["ocs_uplink_bytes"]
     assert uplinks == pytest.approx(cross.bytes.sum(), rel=0.01)  # finished flows may end up to 0.5 % early
