@@ -196,7 +196,7 @@ class ShuffleFetches:
 
     def _unwait(self, host: str, sources: tuple[str, ...]) -> None:
         waiting = self._waiting[host]
-        if len(sources) == len(waiting):  # all of them (a connection mostly takes all the host's outputs)
+        if len(sources) == len(waiting):  # all of them, as a connection takes when per_connection or fewer wait
             waiting.clear()
         else:
             for source in sources:
