@@ -118,31 +118,50 @@ def _freeze(f, rate, paths, weights, counts, remaining):  # pragma: no cover (co
 @numba.njit(cache=True)
 def bottleneck_first(paths, capacities, caps, weights):  # pragma: no cover (compiled)
     """`max_min_rates` on inputs already in the compiled types (`solver_arrays`), without converting them."""
+    counts, start, length, member = _link_members(paths, capacities, weights)
+    return fill_bottleneck_first(paths, capacities, caps, weights, counts, start, length, member)
+
+
+@numba.njit(cache=True)
+def _link_members(paths, capacities, weights):  # pragma: no cover (compiled)
+    """Per finite link: the flows it carries, counted (`counts`) and listed in ascending order (the `length[link]`
+    entries of `member` from `start[link]` on). Rows without flows (weight 0) are left out: they take nothing and
+    keep an infinite rate."""
     flows, hops = paths.shape
     links = capacities.size
-    rates = np.full(flows, np.inf)
-    remaining = capacities.copy()
-    counts = np.zeros(links)  # per link: the unfrozen flows it carries
-    # the flows on each link, as one array sliced by `first` (compressed sparse rows)
-    first = np.zeros(links + 1, dtype=np.int64)
+    counts = np.zeros(links)
+    first = np.zeros(links + 1, dtype=np.int64)  # the lists laid out one after the other (compressed sparse rows)
     finite = np.isfinite(capacities)  # a link of infinite capacity never binds: it lists no flows
     for f in range(flows):
-        if weights[f] > 0:  # a row without flows takes nothing and keeps an infinite rate
+        if weights[f] > 0:
             for h in range(hops):
                 link = paths[f, h]
                 if finite[link]:
                     counts[link] += weights[f]
                     first[link + 1] += 1
     first = np.cumsum(first)
-    members = np.empty(first[-1], dtype=np.int64)
+    member = np.empty(first[-1], dtype=np.int64)
     filled = first[:-1].copy()
     for f in range(flows):
         if weights[f] > 0:
             for h in range(hops):
                 link = paths[f, h]
                 if finite[link]:
-                    members[filled[link]] = f
+                    member[filled[link]] = f
                     filled[link] += 1
+    return counts, first[:-1], np.diff(first), member
+
+
+@numba.njit(cache=True)
+def fill_bottleneck_first(paths, capacities, caps, weights, counts, start, length, member):  # pragma: no cover
+    """Bottleneck first, given each finite link's flows: `counts` (the weights of those it carries, which this
+    uses up) and its list of them (`start`, `length`, `member` as `_link_members` makes them; a list may also
+    name flows of weight 0, which are passed over). The relaxed computation keeps these up to date between
+    calls instead of making them at each."""
+    flows = paths.shape[0]
+    links = capacities.size
+    rates = np.full(flows, np.inf)
+    remaining = capacities.copy()
     # the heap of finite links with flows, keyed by their share when last looked at
     keys = np.empty(links)
     ids = np.empty(links, dtype=np.int64)
@@ -183,11 +202,14 @@ def bottleneck_first(paths, capacities, caps, weights):  # pragma: no cover (com
             frozen[f], rates[f] = True, cap
             _freeze(f, cap, paths, weights, counts, remaining)
             continue
-        for i in range(first[bottleneck], first[bottleneck + 1]):
-            f = members[i]
-            if not frozen[f]:
-                frozen[f], rates[f] = True, share
+        froze = False
+        for i in range(start[bottleneck], start[bottleneck] + length[bottleneck]):
+            f = member[i]
+            if not frozen[f] and weights[f] > 0:
+                frozen[f], rates[f], froze = True, share, True
                 _freeze(f, share, paths, weights, counts, remaining)
+        if not froze:  # none of its flows left: its count is rounding (fractional weights), not flows
+            counts[bottleneck] = 0.0
     return rates
 
 

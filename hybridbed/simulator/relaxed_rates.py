@@ -14,7 +14,9 @@ Kept across computations (the object holds them): the links kept (those loaded t
 KEPT_LOAD of their capacity at the last computation, plus any that overloaded since; the ones below it
 are dropped every SHRINK_EVERY computations), and the merged rows, with a hash table from (kept links,
 cap) to row, so a computation regroups only the classes whose path or cap changed, and each row's flows, so
-it recounts only the classes whose flows changed. Where the
+it recounts only the classes whose flows changed. Each link's rows and the flows they put on it are kept up
+to date as rows are added and recounted, so a solve over the rows does not list them again (a link's flows
+are whole numbers, so the sums kept are exact and the rates the same as from lists made afresh). Where the
 relaxation merges little (rack-local flows fill their NICs, as under JobPacker, and every NIC is kept),
 it steps aside: bottleneck first over every class, for the next BYPASS_CALLS computations.
 
@@ -32,7 +34,7 @@ import numpy as np
 from hybridbed.simulator.fairshare import (
     LINK_INDEX,
     RELATIVE_TOLERANCE,
-    bottleneck_first,
+    fill_bottleneck_first,
     link_loads,
     max_min_rates,
     solver_arrays,
@@ -46,6 +48,7 @@ SHRINK_EVERY = 32  # computations between drops of the links loaded below KEPT_L
 # Fair run with 3000 jobs from 260 s to 203 s and moves the paper-scale setups' times by 3 % at most; same files.
 MERGE_AT_MOST = 0.9
 BYPASS_CALLS = 64  # computations the relaxation then steps aside for
+MEMBERS_AT_FIRST = 8  # rows a link's list has room for at first (then twice as many at each growth)
 _FNV_OFFSET, _FNV_PRIME = np.uint64(1469598103934665603), np.uint64(1099511628211)
 
 
@@ -68,6 +71,9 @@ class RelaxedMaxMin:
         self._rows = (np.zeros((0, 0), dtype=LINK_INDEX), np.zeros(0))  # rows' paths over the kept links, caps
         self._row_count = 0
         self._row_weights = np.zeros(0)  # each row's flows
+        # per link (the padding link last): the rows' flows it carries and the rows that cross it, as
+        # `fairshare.fill_bottleneck_first` takes them, kept up to date as rows are added and recounted
+        self._members = _no_members(1, 0)
         self._tally = np.zeros(2, dtype=np.int64)  # rows with flows, classes with flows
         self._reset_rows(1024, 0)
         self._bypass = 0  # computations left to run without the relaxation
@@ -122,6 +128,7 @@ class RelaxedMaxMin:
                 self._row_weights,
                 self._tally,
                 self._row_count,
+                self._members,
                 MERGE_AT_MOST,
             )
             self._regroup_all = False
@@ -137,7 +144,17 @@ class RelaxedMaxMin:
                 continue
             rekeyed, recounted = rekeyed[:0], recounted[:0]  # merged and counted
             rows = self._row_count
-            row_rates = bottleneck_first(row_paths[:rows], self._padded, row_caps[:rows], self._row_weights[:rows])
+            carried, start, length, member = self._members[:4]
+            row_rates = fill_bottleneck_first(
+                row_paths[:rows],
+                self._padded,
+                row_caps[:rows],
+                self._row_weights[:rows],
+                carried.copy(),
+                start,
+                length,
+                member,
+            )
             loads, overloaded = _spread(
                 paths, weights, self._row_of, row_rates, capacities, self.kept, self._toggled, rates
             )
@@ -182,11 +199,28 @@ class RelaxedMaxMin:
         self._table = np.full(1 << (2 * capacity - 1).bit_length(), -1, dtype=np.int64)
         self._rows = (np.empty((capacity, hops), dtype=LINK_INDEX), np.empty(capacity))
         self._row_weights = np.zeros(capacity)
+        # a link's list moves to the end of the entries with twice the room when full, so a list of n rows has
+        # taken fewer than 4n entries (or MEMBERS_AT_FIRST); the lists hold capacity * hops rows at most
+        links = self.kept.size + 1
+        self._members = _no_members(links, 4 * capacity * hops + MEMBERS_AT_FIRST * links)
         self._row_count = 0
         self._row_of[:] = -1
         self._counted[:] = 0.0
         self._tally[:] = 0
         self._regroup_all = True
+
+
+def _no_members(links: int, entries: int) -> tuple[np.ndarray, ...]:
+    """Per link, no rows: the flows it carries (0), where its list of rows starts in the entries and how many it
+    holds, room for `entries` entries, each link's room in them, and the entries taken."""
+    return (
+        np.zeros(links),
+        np.zeros(links, dtype=np.int64),
+        np.zeros(links, dtype=np.int64),
+        np.empty(entries, dtype=np.int64),
+        np.zeros(links, dtype=np.int64),
+        np.zeros(1, dtype=np.int64),
+    )
 
 
 # how grouping the classes into rows came out: grouped, or what the object has to do before it tries again
@@ -210,11 +244,13 @@ def _group_rows(
     row_weights,
     tally,
     count,
+    members,
     merge_at_most,
 ):  # pragma: no cover (compiled)
     """Merge the classes that changed (`rekeyed`, all of them when `regroup_all`, those crossing `toggled`
-    links) into rows, and count the flows of those and of the `recounted` ones into their rows: one compiled
-    call for what took four from Python. Returns the outcome (_GROUPED, or why not) and the rows there are.
+    links) into rows, and count the flows of those and of the `recounted` ones into their rows (and into the
+    `members` of the links those cross): one compiled call for what took four from Python. Returns the
+    outcome (_GROUPED, or why not) and the rows there are.
     The solve over the rows is called from Python, not from here: numba's cache follows a compiled function's
     own file only, so a compiled call into fairshare.py would go on running its code as it was when this was
     cached (and a cache of mixed versions can crash). `merge_at_most` is an argument for the same reason: a
@@ -227,16 +263,16 @@ def _group_rows(
             dirty = np.concatenate((rekeyed, _crossing(paths, toggled)))
         else:
             dirty = rekeyed
-        _count(weights, dirty, True, row_of, counted, row_weights, tally)  # out of the rows they leave
-        count = _merge(paths, caps, dirty, kept, pad, row_of, table, rows, count)
+        _count(weights, dirty, True, row_of, counted, row_weights, tally, rows[0], pad, members)  # out of their rows
+        count = _merge(paths, caps, dirty, kept, pad, row_of, table, rows, count, members)
         if count < 0:
             return _NO_ROOM, 0
         regroup_all = False
         toggled[:] = False
         unmerged = np.concatenate(
             (
-                _count(weights, dirty, False, row_of, counted, row_weights, tally),
-                _count(weights, recounted, False, row_of, counted, row_weights, tally),
+                _count(weights, dirty, False, row_of, counted, row_weights, tally, rows[0], pad, members),
+                _count(weights, recounted, False, row_of, counted, row_weights, tally, rows[0], pad, members),
             )
         )
         if unmerged.size:  # live classes without a row (their flows came back without a rekey)
@@ -251,10 +287,13 @@ def _group_rows(
 
 
 @numba.njit(cache=True)
-def _count(weights, classes, out, row_of, counted, row_weights, tally):  # pragma: no cover (compiled)
+def _count(
+    weights, classes, out, row_of, counted, row_weights, tally, row_paths, pad, members
+):  # pragma: no cover (compiled)
     """Bring the rows' flows up to date with these classes' (all out of their rows when `out`; a class past
-    the `weights` has none): `row_weights`, `counted` and the `tally` (rows with flows, classes with flows).
-    Returns the classes with flows and no row, left uncounted."""
+    the `weights` has none): `row_weights`, `counted`, the `tally` (rows with flows, classes with flows) and
+    the flows each link carries (`members`). Returns the classes with flows and no row, left uncounted."""
+    carried = members[0]
     unmerged = np.empty(classes.size, dtype=np.int64)
     found = 0
     for c in classes:
@@ -271,6 +310,9 @@ def _count(weights, classes, out, row_of, counted, row_weights, tally):  # pragm
             continue
         was = row_weights[row]
         row_weights[row] = was + now - before
+        for link in row_paths[row]:
+            if link != pad:
+                carried[link] += now - before
         tally[0] += np.int64(row_weights[row] > 0) - np.int64(was > 0)
         tally[1] += np.int64(now > 0) - np.int64(before > 0)
         counted[c] = now
@@ -278,10 +320,12 @@ def _count(weights, classes, out, row_of, counted, row_weights, tally):  # pragm
 
 
 @numba.njit(cache=True)
-def _merge(paths, caps, dirty, kept, pad, row_of, table, rows, count):  # pragma: no cover (compiled)
+def _merge(paths, caps, dirty, kept, pad, row_of, table, rows, count, members):  # pragma: no cover (compiled)
     """Give each of the `dirty` classes the row of its (path over the kept links, cap), adding rows after
-    the `count` there are as needed; returns the rows there are then, or -1 if there is no room."""
+    the `count` there are as needed (each at the end of the `members` of the links it crosses); returns the
+    rows there are then, or -1 if there is no room."""
     row_paths, row_caps = rows
+    _, start, length, member, room, taken = members
     hops = paths.shape[1]
     size = table.size
     key_path = np.empty(hops, dtype=row_paths.dtype)
@@ -302,6 +346,19 @@ def _merge(paths, caps, dirty, kept, pad, row_of, table, rows, count):  # pragma
                 table[slot] = row
                 row_paths[row] = key_path
                 row_caps[row] = caps[f]
+                for link in key_path:
+                    if link == pad:
+                        continue
+                    held = length[link]
+                    if held == room[link]:  # its list moves to the end, with twice the room
+                        grown = max(MEMBERS_AT_FIRST, 2 * held)
+                        if taken[0] + grown > member.size:
+                            return -1
+                        member[taken[0] : taken[0] + held] = member[start[link] : start[link] + held]
+                        start[link], room[link] = taken[0], grown
+                        taken[0] += grown
+                    member[start[link] + held] = row
+                    length[link] = held + 1
                 break
             same = row_caps[row] == caps[f]
             for h in range(hops):

@@ -183,7 +183,22 @@ def test_the_relaxed_solver_matches_the_reference_over_any_sequence_of_computati
             finite = np.isfinite(capacities)
             loads = link_loads(paths, weights, expected, capacities.size)
             assert solver.loads[finite] == pytest.approx(loads[finite], rel=1e-9, abs=1e-9)
+            assert_link_members_kept_up_to_date(solver)
     assert stepped_aside == (often and had_flows)  # the every-class path ran where, and only where, it was asked to
+
+
+def assert_link_members_kept_up_to_date(solver: RelaxedMaxMin) -> None:
+    """The relaxed solver's per-link rows and flows, kept up to date as rows come and are recounted, are what
+    listing the rows afresh gives: each link's flows exactly, and its rows with flows, in ascending order."""
+    rows = solver._row_count
+    row_paths, weights = solver._rows[0][:rows], solver._row_weights[:rows]
+    carried, start, length, member = solver._members[:4]
+    pad = carried.size - 1
+    for link in range(pad):
+        crossing = [row for row in range(rows) for hop in row_paths[row] if hop == link]
+        assert carried[link] == sum(weights[row] for row in crossing)
+        listed = member[start[link] : start[link] + length[link]].tolist()
+        assert [row for row in listed if weights[row] > 0] == [row for row in crossing if weights[row] > 0]
 
 
 # a flow table's life: start a flow (source host, destination host, cap in Mb/s or none, whether it shares
