@@ -68,7 +68,8 @@ class RelaxedMaxMin:
         self._row_of = np.zeros(0, dtype=np.int64)  # each class's merged row (-1: none)
         self._counted = np.zeros(0)  # each class's flows as its row counts them (0 without a row)
         self._table = np.zeros(0, dtype=np.int64)  # hash table: (path over the kept links, cap) -> row
-        self._rows = (np.zeros((0, 0), dtype=LINK_INDEX), np.zeros(0))  # rows' paths over the kept links, caps
+        # rows' paths over the kept links (those links in path order, then the padding link), caps
+        self._rows = (np.zeros((0, 0), dtype=LINK_INDEX), np.zeros(0))
         self._row_count = 0
         self._row_weights = np.zeros(0)  # each row's flows
         # per link (the padding link last): the rows' flows it carries and the rows that cross it, as
@@ -154,6 +155,7 @@ class RelaxedMaxMin:
                 start,
                 length,
                 member,
+                self.kept.size,
             )
             loads, overloaded = _spread(
                 paths, weights, self._row_of, row_rates, capacities, self.kept, self._toggled, rates
@@ -311,8 +313,9 @@ def _count(
         was = row_weights[row]
         row_weights[row] = was + now - before
         for link in row_paths[row]:
-            if link != pad:
-                carried[link] += now - before
+            if link == pad:
+                break
+            carried[link] += now - before
         tally[0] += np.int64(row_weights[row] > 0) - np.int64(was > 0)
         tally[1] += np.int64(now > 0) - np.int64(before > 0)
         counted[c] = now
@@ -323,18 +326,23 @@ def _count(
 def _merge(paths, caps, dirty, kept, pad, row_of, table, rows, count, members):  # pragma: no cover (compiled)
     """Give each of the `dirty` classes the row of its (path over the kept links, cap), adding rows after
     the `count` there are as needed (each at the end of the `members` of the links it crosses); returns the
-    rows there are then, or -1 if there is no room."""
+    rows there are then, or -1 if there is no room. A row's path holds its kept links first, in path order,
+    and the padding link after them, where the solve stops (`fill_bottleneck_first`)."""
     row_paths, row_caps = rows
     _, start, length, member, room, taken = members
     hops = paths.shape[1]
     size = table.size
     key_path = np.empty(hops, dtype=row_paths.dtype)
     for f in dirty:
+        key_path[:] = pad
+        kept_hops = 0
+        for link in paths[f]:
+            if kept[link]:
+                key_path[kept_hops] = link
+                kept_hops += 1
         key = _FNV_OFFSET
-        for h in range(hops):
-            link = paths[f, h]
-            key_path[h] = link if kept[link] else pad
-            key = (key ^ np.uint64(key_path[h])) * _FNV_PRIME
+        for link in key_path:
+            key = (key ^ np.uint64(link)) * _FNV_PRIME
         slot = np.int64(key & np.uint64(size - 1))
         while True:
             row = table[slot]
@@ -346,9 +354,7 @@ def _merge(paths, caps, dirty, kept, pad, row_of, table, rows, count, members): 
                 table[slot] = row
                 row_paths[row] = key_path
                 row_caps[row] = caps[f]
-                for link in key_path:
-                    if link == pad:
-                        continue
+                for link in key_path[:kept_hops]:
                     held = length[link]
                     if held == room[link]:  # its list moves to the end, with twice the room
                         grown = max(MEMBERS_AT_FIRST, 2 * held)
