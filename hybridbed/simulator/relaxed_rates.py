@@ -312,10 +312,11 @@ def _count(
             continue
         was = row_weights[row]
         row_weights[row] = was + now - before
+        change = now - before
         for link in row_paths[row]:
             if link == pad:
                 break
-            carried[link] += now - before
+            carried[link] += change
         tally[0] += np.int64(row_weights[row] > 0) - np.int64(was > 0)
         tally[1] += np.int64(now > 0) - np.int64(before > 0)
         counted[c] = now
@@ -384,8 +385,9 @@ def _spread(paths, weights, row_of, row_rates, capacities, kept, toggled, rates)
     for f in range(weights.size):  # one pass: a class's rate, then what it puts on its links
         if weights[f] > 0:
             rate = rates[f] = row_rates[row_of[f]]
+            carried = rate * weights[f]  # read once (see `fairshare._freeze`)
             for h in range(paths.shape[1]):
-                loads[paths[f, h]] += rate * weights[f]
+                loads[paths[f, h]] += carried
         else:
             rates[f] = 0.0
     overloaded = False
