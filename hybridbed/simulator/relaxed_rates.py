@@ -310,9 +310,8 @@ def _count(
             unmerged[found] = c
             found += 1
             continue
-        was = row_weights[row]
-        row_weights[row] = was + now - before
-        change = now - before
+        was, change = row_weights[row], now - before
+        row_weights[row] = was + change
         for link in row_paths[row]:
             if link == pad:
                 break
