@@ -35,7 +35,7 @@ class ShuffleMatrix:
             cols = slice(first_col, first_col + len(stage.tasks))
             first_col = cols.stop
             for source in job.sources_of(stage.tasks[0]):  # the same for every task of the stage
-                self.bytes[self._row[source.task_id], cols] = source.partition_bytes[index]  # a row at once
+                self.bytes[self._row[source.task_id], cols] = source.partition_bytes[index].sizes()  # a row at once
         self._src = np.full(len(self.parents), -1)  # each parent's rack as the sums have it (-1: not placed)
         self._fetched = np.zeros(self.bytes.shape, dtype=bool)
         self._marked = [(-1, 0)] * len(self.consumers)  # (attempt, count of `Task.fetched`) marked so far

@@ -10,6 +10,7 @@ integers, split so that the partitions add up to the job's intermediate size.
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -209,7 +210,7 @@ class Task:
     compute_s: float
     stage: int = 0
     input_block: Block | None = None
-    partition_bytes: dict[int, list[int]] = field(default_factory=dict)  # child stage -> bytes for each of its tasks
+    partition_bytes: dict[int, EvenSplit] = field(default_factory=dict)  # child stage -> bytes for each of its tasks
     fetch_bytes: int = 0  # stage with parents: bytes fetched from all parent tasks together
     # parent tasks whose partition this attempt has, in the order fetched (what is new since a count is a slice)
     fetched: dict[str, None] = field(default_factory=dict)
@@ -230,12 +231,13 @@ class Task:
 
     def partition_for(self, consumer: Task) -> int:
         """Bytes of this task's output that `consumer` (a task of a child stage) fetches."""
-        return self.partition_bytes[consumer.stage][consumer.index]
+        split = self.partition_bytes[consumer.stage]
+        return split.base + (consumer.index < split.extra)  # EvenSplit.part, without a call: asked per pair
 
     @property
     def written_bytes(self) -> int:
         """Everything the task writes to its disk: partitions for the child stages and job output."""
-        return sum(sum(sizes) for sizes in self.partition_bytes.values()) + self.output_bytes
+        return sum(split.total for split in self.partition_bytes.values()) + self.output_bytes
 
 
 def partition_name(consumer: Task) -> str:
@@ -334,6 +336,29 @@ def split_evenly(total: int, parts: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
+@dataclass(frozen=True, slots=True)
+class EvenSplit:
+    """`total` split as `split_evenly` splits it into `parts`, each part worked out when asked: a task's
+    partitions for the tasks of a child stage. A job with tens of thousands of maps and hundreds of
+    reducers would otherwise hold millions of them (the paper-scale batch with Hadoop's task shape, 31 M)."""
+
+    total: int
+    parts: int
+    base: int = field(init=False)
+    extra: int = field(init=False)  # the first `extra` parts are `base` + 1
+
+    def __post_init__(self) -> None:
+        base, extra = divmod(self.total, self.parts)
+        object.__setattr__(self, "base", base)
+        object.__setattr__(self, "extra", extra)
+
+    def part(self, index: int) -> int:
+        return self.base + (index < self.extra)
+
+    def sizes(self) -> list[int]:
+        return split_evenly(self.total, self.parts)
+
+
 def build_job(spec: JobSpec, default_demand: Resources) -> Job:
     """Stages and tasks of a job; every byte of input, intermediate data and output is accounted for.
     `default_demand` is the demand of a task whose stage names none of its own."""
@@ -345,7 +370,13 @@ def build_job(spec: JobSpec, default_demand: Resources) -> Job:
     stages = []
     for i, stage in enumerate(specs):
         shares = split_evenly(stage.output_bytes, len(children[i])) if children[i] else []
-        per_task = {c: split_evenly(share, stage.tasks) for c, share in zip(children[i], shares)}
+        # per child stage, each task's partitions for it (the tasks' totals take at most two values: one
+        # EvenSplit each, shared)
+        per_task = {}
+        for c, share in zip(children[i], shares):
+            totals = split_evenly(share, stage.tasks)
+            splits = {total: EvenSplit(total, specs[c].tasks) for total in set(totals)}
+            per_task[c] = [splits[total] for total in totals]
         final = [0] * stage.tasks if children[i] else split_evenly(stage.output_bytes, stage.tasks)
         kind = StageKind.REDUCE if stage.parents else StageKind.MAP
         tasks = [
@@ -358,14 +389,17 @@ def build_job(spec: JobSpec, default_demand: Resources) -> Job:
                 stage.compute_s,
                 stage=i,
                 output_bytes=final[k],
-                partition_bytes={c: split_evenly(per_task[c][k], specs[c].tasks) for c in children[i]},
+                partition_bytes={c: per_task[c][k] for c in children[i]},
             )
             for k in range(stage.tasks)
         ]
         stages.append(Stage(stage.name, kind, tasks, list(stage.parents), children[i]))
     job = Job(spec, stages)
-    for task in job.reduces:
-        task.fetch_bytes = sum(source.partition_for(task) for source in job.sources_of(task))
+    for index, consumers in enumerate(job.stages):  # a task fetches its part of every source's split for its
+        if consumers.parents:  # stage; the sources share a few distinct splits, counted once per stage
+            shared = Counter(source.partition_bytes[index] for source in job.sources_of(consumers.tasks[0]))
+            for task in consumers.tasks:
+                task.fetch_bytes = sum(count * split.part(task.index) for split, count in shared.items())
     block_sizes = [
         size for stage in specs if not stage.parents for size in split_evenly(stage.input_bytes, stage.tasks)
     ]

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hybridbed.config.scenario import Scenario
 from hybridbed.config.validation import SpecError
@@ -21,7 +23,7 @@ from hybridbed.scheduler.assembly import container
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.core import SchedulerCore
 from hybridbed.scheduler.dag_paths import stage_critical_paths, stage_levels
-from hybridbed.scheduler.model import Resources, StageSpec, TaskState, build_job, dag_spec
+from hybridbed.scheduler.model import EvenSplit, Resources, StageSpec, TaskState, build_job, dag_spec, split_evenly
 from hybridbed.scheduler.plan_solver import ChargedSolver, Solved
 from hybridbed.scheduler.policy import Policy
 from hybridbed.workloads.build import build_workload
@@ -84,6 +86,36 @@ def test_every_byte_of_a_dag_is_accounted_for():
         assert task.fetch_bytes == sum(s.partition_for(task) for s in b + c)
     assert (spec.input_bytes, spec.shuffle_bytes, spec.output_bytes) == (1000, 720, 10)
     assert (spec.n_maps, spec.n_reduces) == (2, 6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(total=st.integers(0, 10**12), parts=st.integers(1, 1000))
+def test_a_lazy_split_gives_the_parts_of_the_listed_one(total, parts):
+    split = EvenSplit(total, parts)
+    listed = split_evenly(total, parts)
+    assert [split.part(i) for i in range(parts)] == listed == split.sizes()
+    assert sum(listed) == total
+
+
+@settings(max_examples=60, deadline=None)
+@given(tasks=st.lists(st.integers(1, 40), min_size=4, max_size=4), shuffle=st.integers(0, 10**9))
+def test_every_partition_and_fetch_adds_up_at_any_task_counts(tasks, shuffle):
+    """The diamond's stages with other task counts and an intermediate size that splits unevenly: each
+    consumer's fetch is the sum of its partitions, each stage's partitions add up to its output, and the
+    consumers fetch all of them."""
+    stages = (
+        StageSpec("a", tasks[0], 0.1, (), input_bytes=10**6, output_bytes=shuffle),
+        StageSpec("b", tasks[1], 0.1, (0,), output_bytes=shuffle // 3),
+        StageSpec("c", tasks[2], 0.1, (0,), output_bytes=shuffle // 7),
+        StageSpec("d", tasks[3], 0.1, (1, 2), output_bytes=5),
+    )
+    job = build_job(dag_spec("j", 0.0, stages), CONTAINER)
+    for consumers in job.stages[1:]:
+        for task in consumers.tasks:
+            assert task.fetch_bytes == sum(s.partition_for(task) for s in job.sources_of(task))
+    for spec, stage in zip(stages[:3], job.stages[:3], strict=True):
+        assert sum(t.written_bytes - t.output_bytes for t in stage.tasks) == spec.output_bytes
+    assert sum(t.fetch_bytes for t in job.tasks) == sum(spec.output_bytes for spec in stages[:3])
 
 
 def test_bad_stages_are_refused_by_stage_and_field():
