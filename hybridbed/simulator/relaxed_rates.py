@@ -28,6 +28,8 @@ rows still hold half the rows (docs/reproductions.md, simulator speed).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
@@ -72,9 +74,7 @@ class RelaxedMaxMin:
         self._rows = (np.zeros((0, 0), dtype=LINK_INDEX), np.zeros(0))
         self._row_count = 0
         self._row_weights = np.zeros(0)  # each row's flows
-        # per link (the padding link last): the rows' flows it carries and the rows that cross it, as
-        # `fairshare.fill_bottleneck_first` takes them, kept up to date as rows are added and recounted
-        self._members = _no_members(1, 0)
+        self._members = _no_members(1, 0)  # kept up to date as rows are added and recounted
         self._tally = np.zeros(2, dtype=np.int64)  # rows with flows, classes with flows
         self._reset_rows(1024, 0)
         self._bypass = 0  # computations left to run without the relaxation
@@ -145,16 +145,16 @@ class RelaxedMaxMin:
                 continue
             rekeyed, recounted = rekeyed[:0], recounted[:0]  # merged and counted
             rows = self._row_count
-            carried, start, length, member = self._members[:4]
+            members = self._members
             row_rates = fill_bottleneck_first(
                 row_paths[:rows],
                 self._padded,
                 row_caps[:rows],
                 self._row_weights[:rows],
-                carried.copy(),
-                start,
-                length,
-                member,
+                members.carried.copy(),
+                members.start,
+                members.length,
+                members.member,
                 self.kept.size,
             )
             loads, overloaded = _spread(
@@ -212,16 +212,28 @@ class RelaxedMaxMin:
         self._regroup_all = True
 
 
-def _no_members(links: int, entries: int) -> tuple[np.ndarray, ...]:
-    """Per link, no rows: the flows it carries (0), where its list of rows starts in the entries and how many it
-    holds, room for `entries` entries, each link's room in them, and the entries taken."""
-    return (
-        np.zeros(links),
-        np.zeros(links, dtype=np.int64),
-        np.zeros(links, dtype=np.int64),
-        np.empty(entries, dtype=np.int64),
-        np.zeros(links, dtype=np.int64),
-        np.zeros(1, dtype=np.int64),
+class LinkMembers(NamedTuple):
+    """Per link (the padding link last), the rows that cross it and the flows they put on it, as
+    `fairshare.fill_bottleneck_first` takes them: each link's list of rows lies in `member`, from `start`,
+    `length` long, with room for `room`."""
+
+    carried: np.ndarray  # per link: its rows' flows
+    start: np.ndarray  # per link: where its list starts in `member`
+    length: np.ndarray  # per link: the rows its list holds
+    member: np.ndarray  # the lists, side by side
+    room: np.ndarray  # per link: the rows its list has room for
+    taken: np.ndarray  # one element: the entries of `member` taken by the lists
+
+
+def _no_members(links: int, entries: int) -> LinkMembers:
+    """Per link, no rows; room for `entries` entries."""
+    return LinkMembers(
+        carried=np.zeros(links),
+        start=np.zeros(links, dtype=np.int64),
+        length=np.zeros(links, dtype=np.int64),
+        member=np.empty(entries, dtype=np.int64),
+        room=np.zeros(links, dtype=np.int64),
+        taken=np.zeros(1, dtype=np.int64),
     )
 
 
@@ -295,7 +307,7 @@ def _count(
     """Bring the rows' flows up to date with these classes' (all out of their rows when `out`; a class past
     the `weights` has none): `row_weights`, `counted`, the `tally` (rows with flows, classes with flows) and
     the flows each link carries (`members`). Returns the classes with flows and no row, left uncounted."""
-    carried = members[0]
+    carried = members.carried
     unmerged = np.empty(classes.size, dtype=np.int64)
     found = 0
     for c in classes:
@@ -329,7 +341,7 @@ def _merge(paths, caps, dirty, kept, pad, row_of, table, rows, count, members): 
     rows there are then, or -1 if there is no room. A row's path holds its kept links first, in path order,
     and the padding link after them, where the solve stops (`fill_bottleneck_first`)."""
     row_paths, row_caps = rows
-    _, start, length, member, room, taken = members
+    start, length, member, room, taken = members.start, members.length, members.member, members.room, members.taken
     hops = paths.shape[1]
     size = table.size
     key_path = np.empty(hops, dtype=row_paths.dtype)

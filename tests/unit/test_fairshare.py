@@ -192,12 +192,12 @@ def assert_link_members_kept_up_to_date(solver: RelaxedMaxMin) -> None:
     listing the rows afresh gives: each link's flows exactly, and its rows with flows, in ascending order."""
     rows = solver._row_count
     row_paths, weights = solver._rows[0][:rows], solver._row_weights[:rows]
-    carried, start, length, member = solver._members[:4]
-    pad = carried.size - 1
+    members = solver._members
+    pad = members.carried.size - 1
     for link in range(pad):
         crossing = [row for row in range(rows) for hop in row_paths[row] if hop == link]
-        assert carried[link] == sum(weights[row] for row in crossing)
-        listed = member[start[link] : start[link] + length[link]].tolist()
+        assert members.carried[link] == sum(weights[row] for row in crossing)
+        listed = members.member[members.start[link] : members.start[link] + members.length[link]].tolist()
         assert [row for row in listed if weights[row] > 0] == [row for row in crossing if weights[row] > 0]
 
 
