@@ -57,7 +57,8 @@ class SchedulerCore:
         self.replicas = replicas
         self.tasks: dict[str, Task] = {}
         self.finished: list[Job] = []
-        self._told: dict[str, dict[str, tuple[str, int]]] = {}  # consumer -> parent task -> (host, attempt)
+        # consumer -> parent task -> the attempt whose output it was told of (an attempt runs on one host)
+        self._told: dict[str, dict[str, int]] = {}
         # per running job: shuffle bytes announced per (source rack, consumer rack)
         self._announced: dict[str, dict[tuple[int, int], int]] = {}
         self._sources: dict[str, str] = {}  # running map -> the host it reads its block from
@@ -377,23 +378,21 @@ class SchedulerCore:
                 told_consumer = told.setdefault(consumer.task_id, {})
                 sources = []
                 for source in job.sources_of(consumer):
-                    if source.state is done and told_consumer.get(source.task_id) != (
-                        where := (source.host, source.attempt)
-                    ):
-                        told_consumer[source.task_id] = where
+                    if source.state is done and told_consumer.get(source.task_id) != source.attempt:
+                        told_consumer[source.task_id] = source.attempt
                         sources.append(source)
                 if sources:
                     untold.setdefault(consumer.task_id, (consumer, []))[1].extend(sources)
         for source in new_sources:
             if source.state is not done:
                 continue
-            where = (source.host, source.attempt)
+            attempt = source.attempt
             for child in stages[source.stage].children:
                 for consumer in stages[child].tasks:
                     if consumer.state in ON_HOST:
                         told_consumer = told.setdefault(consumer.task_id, {})
-                        if told_consumer.get(source.task_id) != where:
-                            told_consumer[source.task_id] = where
+                        if told_consumer.get(source.task_id) != attempt:
+                            told_consumer[source.task_id] = attempt
                             untold.setdefault(consumer.task_id, (consumer, []))[1].append(source)
         return untold
 

@@ -250,6 +250,27 @@ def test_a_lost_host_requeues_its_running_tasks_and_the_map_outputs_it_held():
     assert {s.task_id for n in notices for s in n.sources} == {m.task_id for m in lost_maps}  # new locations only
 
 
+def test_a_parent_that_finished_twice_between_notices_is_told_once_at_its_new_place():
+    """A map that finished, lost its output with its host and finished again elsewhere before the consumers
+    were next told: the running reducer is told of it once, at the attempt that holds its output."""
+    state = cluster(racks=2, hosts=1, slots=2, slowstart=0.5)
+    core = SchedulerCore(FifoPolicy(), state, random.Random(1))
+    submit(core, spec("j", maps=2, reduces=1))
+    first, second = (l.task for l in core.schedule(0.0))
+    core.task_finished(first.task_id, 0, 1.0)
+    (reduce_launch,) = core.schedule(1.0)  # released by the first map (slowstart 0.5)
+    assert [[s.task_id for s in n.sources] for n in core.shuffle_notices()] == [[first.task_id]]
+    core.task_finished(second.task_id, 0, 2.0)
+    assert second.host != reduce_launch.host
+    core.host_lost(second.host, 2.5)
+    assert second.attempt == 1
+    for launch in core.schedule(3.0):
+        core.task_finished(launch.task.task_id, launch.task.attempt, 4.0)
+    told = [(n.consumer.task_id, s.task_id, s.host) for n in core.shuffle_notices() for s in n.sources]
+    assert told == [(reduce_launch.task.task_id, second.task_id, second.host)]
+    assert core.shuffle_notices() == []
+
+
 def test_stale_attempt_reports_are_ignored():
     state = cluster(racks=2, hosts=1, slots=1)
     core = SchedulerCore(FifoPolicy(), state, random.Random(1))
