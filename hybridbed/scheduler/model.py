@@ -231,8 +231,7 @@ class Task:
 
     def partition_for(self, consumer: Task) -> int:
         """Bytes of this task's output that `consumer` (a task of a child stage) fetches."""
-        split = self.partition_bytes[consumer.stage]
-        return split.base + (consumer.index < split.extra)  # EvenSplit.part, without a call: asked per pair
+        return self.partition_bytes[consumer.stage].part(consumer.index)
 
     @property
     def written_bytes(self) -> int:
