@@ -331,13 +331,12 @@ class Job:
 
 def split_evenly(total: int, parts: int) -> list[int]:
     """`parts` integers that differ by at most one and add up to `total`."""
-    base, extra = divmod(total, parts)
-    return [base + (1 if i < extra else 0) for i in range(parts)]
+    return EvenSplit(total, parts).sizes()
 
 
 @dataclass(frozen=True, slots=True)
 class EvenSplit:
-    """`total` split as `split_evenly` splits it into `parts`, each part worked out when asked: a task's
+    """`total` split into `parts` that differ by at most one, each part worked out when asked: a task's
     partitions for the tasks of a child stage. A job with tens of thousands of maps and hundreds of
     reducers would otherwise hold millions of them (the paper-scale batch with Hadoop's task shape, 31 M)."""
 
@@ -355,7 +354,7 @@ class EvenSplit:
         return self.base + (index < self.extra)
 
     def sizes(self) -> list[int]:
-        return split_evenly(self.total, self.parts)
+        return [self.base + 1] * self.extra + [self.base] * (self.parts - self.extra)
 
 
 def build_job(spec: JobSpec, default_demand: Resources) -> Job:
