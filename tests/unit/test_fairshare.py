@@ -134,6 +134,55 @@ def test_the_relaxed_solver_adds_back_a_dropped_link_that_the_relaxation_overloa
     assert solver.kept[2]
 
 
+def count_solves(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the relaxed solver's solves over its rows (one element, incremented at each)."""
+    solves = [0]
+    solve = relaxed_rates.fill_bottleneck_first
+
+    def counted(*args):
+        solves[0] += 1
+        return solve(*args)
+
+    monkeypatch.setattr(relaxed_rates, "fill_bottleneck_first", counted)
+    return solves
+
+
+def relaxed_with_link_0_kept(capacities: np.ndarray, paths: np.ndarray) -> RelaxedMaxMin:
+    """A relaxed solver that has computed `paths` often enough to drop every link but link 0."""
+    solver = RelaxedMaxMin()
+    for _ in range(relaxed_rates.SHRINK_EVERY + 1):
+        solver(paths, capacities, np.full(len(paths), INF), np.ones(len(paths)), np.zeros(0, dtype=np.int64))
+    assert solver.kept.tolist() == [True, False, False, False]
+    return solver
+
+
+def test_a_new_class_no_kept_link_holds_back_gets_its_links_before_the_solve(monkeypatch):
+    capacities = np.array([4.0, 100.0, 3.0, INF])
+    paths = np.array([[0, 3], [0, 3], [0, 3], [0, 2]])
+    solver = relaxed_with_link_0_kept(capacities, paths)
+    solves = count_solves(monkeypatch)
+    more = np.vstack([paths, [[1, 2]] * 3])  # over dropped links 1 and 2 only, without a cap: unbounded
+    got = solver(more, capacities, np.full(7, INF), np.ones(7), np.arange(4, 7))
+    assert got.tolist() == pytest.approx([3.25 / 3] * 3 + [0.75] * 4)
+    assert solves == [1]  # links 1 and 2 were kept before the solve, not after an overload
+    assert solver.kept.tolist() == [True, True, True, False]
+
+
+def test_a_new_class_a_kept_link_holds_back_still_overloads_a_dropped_link_and_solves_again(monkeypatch):
+    capacities = np.array([4.0, 100.0, 3.0, INF])
+    paths = np.array([[0, 3], [0, 3], [0, 3], [0, 2]])
+    solver = relaxed_with_link_0_kept(capacities, paths)
+    solves = count_solves(monkeypatch)
+    # nine more over link 0 (kept: 4/13 each) and link 2, which would carry 10 * 4/13 > 3 at those rates
+    more = np.vstack([paths, [[0, 2]] * 9])
+    weights = np.ones(13)
+    got = solver(more, capacities, np.full(13, INF), weights, np.arange(4, 13))
+    assert got.tolist() == pytest.approx(progressive_filling_rates(more, capacities, np.full(13, INF), weights))
+    assert got.tolist() == pytest.approx([1 / 3] * 3 + [0.3] * 10)  # link 2 binds first
+    assert solves == [2]
+    assert solver.kept.tolist() == [True, False, True, False]
+
+
 # a sequence of computations on one evolving problem: a class changes path or cap (it is rekeyed), its flow
 # count changes (0: no flows; it is recounted) or a link's capacity changes
 LINKS, HOPS = 6, 3
