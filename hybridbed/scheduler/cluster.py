@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hybridbed.scheduler.model import Allocation, Job, Locality, Resources, StageKind, Task, TaskState
+from hybridbed.scheduler.model import Allocation, Job, Locality, Resources, StageKind, Task
 from hybridbed.scheduler.pending import PendingTasks
 from hybridbed.scheduler.transfers import placed_demand, remote_read_load
 
@@ -187,6 +187,8 @@ class ClusterState:
     # kept by the scheduler core, so that a policy looks only at these however many jobs wait
     launchable: dict[str, Job] = field(default_factory=dict)
     finished: set[str] = field(default_factory=set)  # ids of the jobs that are done
+    # suspended tasks (still on their hosts) -> what each held before: kept by the scheduler core
+    suspended: dict[str, Resources] = field(default_factory=dict)
     now: float = 0.0
     network: NetworkView | None = None  # planners that model the network need it
     precedence: bool = True  # False: a policy may start a stage's tasks before their parents are done
@@ -271,15 +273,14 @@ class ClusterState:
             self.launchable.pop(job.job_id, None)
 
     def allocation(self) -> Allocation:
-        """Tasks running, suspended and pending, and the live hosts' cores and memory allocated (fractions)."""
+        """Tasks running, suspended and pending, and the live hosts' cores and memory allocated (fractions).
+        Counted without walking the tasks: a run samples it every second, over tens of thousands of tasks."""
         live = [h for h in self.hosts.values() if h.alive]
-        tasks = [t for h in live for t in h.running.values()]
-        suspended = sum(1 for t in tasks if t.state is TaskState.SUSPENDED)
-        cores = sum(h.capacity.cores for h in live)
-        memory = sum(h.capacity.memory_mb for h in live)
+        on_hosts = sum(len(h.running) for h in live)
+        cores, memory = self._capacity.cores, self._capacity.memory_mb
         return Allocation(
-            len(tasks) - suspended,
-            suspended,
+            on_hosts - len(self.suspended),
+            len(self.suspended),
             sum(len(p) for p in self.pending.values()),
             round(sum(h.used.cores for h in live) / cores, 4) if cores else 0.0,
             round(sum(h.used.memory_mb for h in live) / memory, 4) if memory else 0.0,

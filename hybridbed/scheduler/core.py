@@ -62,7 +62,6 @@ class SchedulerCore:
         # per running job: shuffle bytes announced per (source rack, consumer rack)
         self._announced: dict[str, dict[tuple[int, int], int]] = {}
         self._sources: dict[str, str] = {}  # running map -> the host it reads its block from
-        self._suspended: dict[str, Resources] = {}  # suspended task -> what it held before
         # per job, what happened since its last notices: tasks with children finished, tasks with parents
         # started (in order)
         self._news: dict[str, tuple[list[Task], list[Task]]] = {}
@@ -233,7 +232,7 @@ class SchedulerCore:
 
     def _leave_hosts(self, task: Task) -> None:
         """A running (or suspended) task ends: free its container and what it held where it read from."""
-        self._suspended.pop(task.task_id, None)
+        self.cluster.suspended.pop(task.task_id, None)
         self.cluster.hosts[task.host].stop(task.task_id)
         source = self._sources.pop(task.task_id, None)
         if source is not None:
@@ -268,18 +267,18 @@ class SchedulerCore:
             if preemption.action == "suspend":
                 self._expect(task, TaskState.RUNNING, "suspend")
                 kept = Resources(0, task.allocation.memory_mb)
-                self._suspended[task.task_id] = task.allocation
+                self.cluster.suspended[task.task_id] = task.allocation
                 self._reallocate(task, job, host, kept)
                 task.state, task.suspended_s = TaskState.SUSPENDED, now
             elif preemption.action == "resume":
                 self._expect(task, TaskState.SUSPENDED, "resume")
-                held = self._suspended[task.task_id]
+                held = self.cluster.suspended[task.task_id]
                 if not Resources(held.cores, 0).allocatable_in(host.free):
                     raise PolicyError(
                         f"policy {self.policy.name} resumes {task.task_id} on {host.name}, "
                         f"which has not {held.cores:g} cores free"
                     )
-                del self._suspended[task.task_id]
+                del self.cluster.suspended[task.task_id]
                 self._reallocate(task, job, host, held)
                 self._end_suspension(task)
                 task.state = TaskState.RUNNING

@@ -10,7 +10,7 @@ import pytest
 from hybridbed.policies.fifo import FifoPolicy
 from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.core import PolicyError, SchedulerCore, TaskAction
-from hybridbed.scheduler.model import JobSpec, Resources, TaskState, build_job
+from hybridbed.scheduler.model import Allocation, JobSpec, Resources, TaskState, build_job
 from hybridbed.scheduler.policy import Preemption, Share
 
 TASK = Resources(2, 1000)
@@ -55,6 +55,7 @@ def test_a_suspended_task_keeps_its_container_and_memory_and_gives_up_its_cores(
     assert core.act(1.0) == [TaskAction(first, 0, "h", "suspend")]
     assert first.state is TaskState.SUSPENDED and host.free == Resources(2, 2000) and host.free_slots == 2
     assert core.cluster.jobs["j0"].allocated == Resources(0, 1000)
+    assert core.cluster.allocation() == Allocation(1, 1, 0, 0.5, 0.5)
     third_job = build_job(JobSpec("j2", 2.0, 10, 0, 0, 1, 0, 5.0, 0.0), TASK)
     core.submit(third_job, 1.0)
     assert [launch.task for launch in core.schedule(1.0)] == [third_job.maps[0]]  # on the freed cores
@@ -65,6 +66,7 @@ def test_a_suspended_task_keeps_its_container_and_memory_and_gives_up_its_cores(
     policy.preemptions = [Preemption(first, "resume")]
     core.act(3.0)
     assert first.state is TaskState.RUNNING and host.free == Resources(0, 2000)
+    assert core.cluster.allocation() == Allocation(2, 0, 0, 1.0, 0.5)
     assert core.task_finished(first.task_id, 0, 9.0) is not None
 
 
@@ -75,6 +77,7 @@ def test_a_suspended_task_that_finishes_meanwhile_is_done_and_frees_everything()
     core.act(1.0)
     core.task_finished(first.task_id, 0, 1.0)  # it ended before the freeze took hold
     assert first.state is TaskState.DONE and host.free == Resources(2, 3000)  # the other task holds the rest
+    assert core.cluster.allocation() == Allocation(1, 0, 0, 0.5, 0.25)
 
 
 def test_a_killed_task_runs_again_from_scratch_and_its_old_attempt_is_ignored():
@@ -83,6 +86,7 @@ def test_a_killed_task_runs_again_from_scratch_and_its_old_attempt_is_ignored():
     policy.preemptions = [Preemption(first, "kill")]
     assert core.act(1.0) == [TaskAction(first, 0, "h", "kill")]  # the attempt that was killed
     assert first.state is TaskState.PENDING and first.attempt == 1 and host.free == Resources(2, 3000)
+    assert core.cluster.allocation() == Allocation(1, 0, 1, 0.5, 0.25)
     assert core.task_finished(first.task_id, 0, 2.0) is None  # the killed attempt's late report
     assert [launch.task for launch in core.schedule(2.0)] == [first]
 
