@@ -156,11 +156,11 @@ class Simulation:
         self.elephants_wait = scenario.ocs.elephants_wait and fabric.has_ocs  # F-EPS has no circuit to wait for
         self._threshold = ocs.elephant_threshold_bytes
         # per rack pair without a circuit, in elephants_wait mode: its stopped elephant connections, with the
-        # bytes each has left and since when it is stopped, and the reducers whose fetchers passed over its hosts
-        # (ordered, as every collection the run iterates: a set of strings iterates in an order that changes
-        # from process to process)
+        # bytes each has left and since when it is stopped, and the reducers whose fetchers passed over its hosts,
+        # each with its fetches as they were then (ordered, as every collection the run iterates: a set of strings
+        # iterates in an order that changes from process to process)
         self._waiting: dict[tuple[int, int], dict[Flow, tuple[float, float]]] = {}
-        self._passed_over: dict[tuple[int, int], dict[str, None]] = {}
+        self._passed_over: dict[tuple[int, int], dict[str, ReduceFetches]] = {}
         # when stopped connections read nothing for too long: (deadline, order, pair, connection, stopped since); a
         # connection that went on or stopped again is dropped when its deadline comes up (`_next_read_timeout`)
         self._read_deadlines: list[tuple[float, int, tuple[int, int], Flow, float]] = []
@@ -471,8 +471,10 @@ class Simulation:
             rack = self.cluster.rack_of[str(task.host)]
             for src in passed_over:  # noted, so that the reducer opens connections when the pair lights
                 pair = (cast(int, src), rack)
-                self._passed_over.setdefault(pair, {})[task.task_id] = None
-                self._began_waiting(pair)
+                reducers = self._passed_over.setdefault(pair, {})
+                if reducers.get(task.task_id) is not fetches:  # (noted already: the pair waits since then)
+                    reducers[task.task_id] = fetches
+                    self._began_waiting(pair)
         else:
             opened = fetches.plan.open()
         for connection in opened:
@@ -685,15 +687,13 @@ class Simulation:
             for pair, flows in self._waiting.items()
             if flows
         }
-        rack_of = self.cluster.rack_of
         for (a, b), reducers in list(self._passed_over.items()):
             queued = 0.0
-            for task_id in list(reducers):
-                fetches = self._reduces.get(task_id)
-                left = fetches.plan.waiting_by_group.get(a, 0) if fetches is not None else 0
-                if left > 0 and rack_of[str(fetches.task.host)] == b:
+            for task_id, fetches in list(reducers.items()):
+                left = fetches.plan.waiting_by_group.get(a, 0) if self._reduces.get(task_id) is fetches else 0
+                if left > 0:
                     queued += left
-                else:  # fetched since, or the reducer is gone (or runs again elsewhere)
+                else:  # fetched since, or the reducer is gone (or runs again, elsewhere or not)
                     del reducers[task_id]
             if reducers:
                 waiting[a, b] = waiting.get((a, b), 0.0) + queued
