@@ -40,6 +40,10 @@ class PlannedPolicy(Policy):
         self.offline = Plan()
         self.network: NetworkView | None = None  # set by plan(); run-time rules read the threshold from it
         self._pruned: dict[int, int] = {}  # rack -> how many jobs had finished when its sequence was pruned
+        # the ad-hoc (unplanned) jobs that arrived and had not finished when it was last pruned, and how many jobs
+        # had finished then: while there are none and every rack lives, the launchable jobs need not be walked
+        self._adhoc: dict[str, None] = {}
+        self._adhoc_pruned = 0
 
     # planning -------------------------------------------------------------------------------------
     def plan(self, jobs: list[JobSpec], cluster: ClusterState) -> None:
@@ -72,6 +76,10 @@ class PlannedPolicy(Policy):
         return list(planned.maps.racks) if planned else None
 
     # run time -------------------------------------------------------------------------------------
+    def job_arrived(self, job: Job, cluster: ClusterState) -> None:
+        if job.job_id not in self.offline.jobs:
+            self._adhoc[job.job_id] = None
+
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
         dead = cluster.dead_racks()
         for job_id, kind in self._sequence(host.rack, cluster):
@@ -84,8 +92,17 @@ class PlannedPolicy(Policy):
                 task = self._reduce_for(job, host, cluster)
             if task is not None and host.can_run(task):
                 return task
+        if not dead and not self._adhoc_unfinished(cluster):
+            return None  # every job follows its plan
         adhoc = [j for j in cluster.launchable.values() if not self._follows_plan(j.job_id, dead)]
         return self.adhoc_task(host, cluster, adhoc) if adhoc else None
+
+    def _adhoc_unfinished(self, cluster: ClusterState) -> dict[str, None]:
+        """The ad-hoc jobs that arrived and have not finished (pruned when more jobs have finished)."""
+        if self._adhoc and self._adhoc_pruned != len(cluster.finished):
+            self._adhoc_pruned = len(cluster.finished)
+            self._adhoc = {job_id: None for job_id in self._adhoc if job_id not in cluster.finished}
+        return self._adhoc
 
     def adhoc_task(self, host: HostState, cluster: ClusterState, jobs: list[Job]) -> Task | None:
         return self.fair.pick(host, cluster, jobs)
@@ -94,6 +111,8 @@ class PlannedPolicy(Policy):
         planned = self.offline.jobs.get(job_id)
         if planned is None:
             return False
+        if not dead_racks:
+            return True
         racks = planned.maps.racks + (planned.reduces.racks if planned.reduces else ())
         return not dead_racks.intersection(racks)
 

@@ -275,6 +275,15 @@ def run_to_completion(policy, specs, state: ClusterState) -> dict:
 
 
 @pytest.mark.parametrize("policy_class", [JobPackerPolicy, CorralPolicy])
+def test_ad_hoc_jobs_arriving_among_planned_ones_get_the_containers_the_plans_leave(policy_class):
+    recurring = recurring_specs(6, 3, arrival_window=8.0)
+    adhoc = [JobSpec(f"a{i}", 2.0 * i, 1_000_000, 1_000_000, 0, 3, 1, 1, 1) for i in range(5)]  # each after the last
+    policy = policy_class()
+    run_to_completion(policy, recurring + adhoc, cluster(racks=2, hosts=1))  # fails if a job never finishes
+    assert set(policy.offline.jobs) == {s.job_id for s in recurring}  # the others ran as ad-hoc jobs
+
+
+@pytest.mark.parametrize("policy_class", [JobPackerPolicy, CorralPolicy])
 def test_planned_jobs_run_and_keep_their_data_on_their_racks(policy_class):
     specs = recurring_specs(10, 5)
     state = cluster()
