@@ -40,6 +40,8 @@ class PlannedPolicy(Policy):
         self.offline = Plan()
         self.network: NetworkView | None = None  # set by plan(); run-time rules read the threshold from it
         self._pruned: dict[int, int] = {}  # rack -> how many jobs had finished when its sequence was pruned
+        # rack -> its sequence's entries of launchable jobs, and the cluster's launchable_changes they are as of
+        self._launchable_entries: dict[int, tuple[int, list[tuple[str, StageKind]]]] = {}
         # the ad-hoc (unplanned) jobs that arrived and had not finished when it was last pruned, and how many jobs
         # had finished then: while there are none and every rack lives, the launchable jobs need not be walked
         self._adhoc: dict[str, None] = {}
@@ -82,9 +84,9 @@ class PlannedPolicy(Policy):
 
     def next_task(self, host: HostState, cluster: ClusterState) -> Task | None:
         dead = cluster.dead_racks()
-        for job_id, kind in self._sequence(host.rack, cluster):
-            job = cluster.launchable.get(job_id)
-            if job is None or not self._follows_plan(job_id, dead):
+        for job_id, kind in self._launchable_sequence(host.rack, cluster):
+            job = cluster.launchable[job_id]
+            if not self._follows_plan(job_id, dead):
                 continue
             if kind is StageKind.MAP:
                 task = self.locality.map_for(job, host, cluster)
@@ -123,6 +125,16 @@ class PlannedPolicy(Policy):
             self._pruned[rack] = len(cluster.finished)
             sequence = self.offline.sequences[rack] = [e for e in sequence if e[0] not in cluster.finished]
         return sequence
+
+    def _launchable_sequence(self, rack: int, cluster: ClusterState) -> list[tuple[str, StageKind]]:
+        """The entries of the rack's sequence whose job is launchable, listed again only when which jobs are
+        launchable has changed: most offers find nothing to run in a sequence of dozens of jobs that have started
+        all their tasks, and such offers come by the hundred thousand in a paper-scale run."""
+        listed = self._launchable_entries.get(rack)
+        if listed is None or listed[0] != cluster.launchable_changes:
+            entries = [entry for entry in self._sequence(rack, cluster) if entry[0] in cluster.launchable]
+            listed = self._launchable_entries[rack] = (cluster.launchable_changes, entries)
+        return listed[1]
 
     def _reduce_for(self, job: Job, host: HostState, cluster: ClusterState) -> Task | None:
         """A released reduce, if this rack has not yet taken its even share of the job's reducers."""

@@ -186,6 +186,7 @@ class ClusterState:
     # jobs of `jobs` with a task a policy may start (a pending root task, or one of a released stage):
     # kept by the scheduler core, so that a policy looks only at these however many jobs wait
     launchable: dict[str, Job] = field(default_factory=dict)
+    launchable_changes: int = 0  # counts the changes of which jobs are launchable: a policy's view of them is stale
     finished: set[str] = field(default_factory=set)  # ids of the jobs that are done
     # suspended tasks (still on their hosts) -> what each held before: kept by the scheduler core
     suspended: dict[str, Resources] = field(default_factory=dict)
@@ -268,9 +269,11 @@ class ClusterState:
         """Re-judge whether the job has a task a policy may start (after its pending or finished tasks changed)."""
         pending = self.pending.get(job.job_id)
         if pending is not None and (pending.maps or (pending.reduces and pending.waiting(self.released_stages(job)))):
-            self.launchable[job.job_id] = job
-        else:
-            self.launchable.pop(job.job_id, None)
+            if job.job_id not in self.launchable:
+                self.launchable[job.job_id] = job
+                self.launchable_changes += 1
+        elif self.launchable.pop(job.job_id, None) is not None:
+            self.launchable_changes += 1
 
     def allocation(self) -> Allocation:
         """Tasks running, suspended and pending, and the live hosts' cores and memory allocated (fractions).

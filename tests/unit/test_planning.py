@@ -275,6 +275,20 @@ def run_to_completion(policy, specs, state: ClusterState) -> dict:
 
 
 @pytest.mark.parametrize("policy_class", [JobPackerPolicy, CorralPolicy])
+def test_a_rack_offers_a_planned_job_as_soon_as_it_is_launchable(policy_class):
+    state = cluster(racks=1, hosts=1)
+    (spec,) = recurring_specs(1, 4)
+    policy = policy_class(node_delay_s=0, rack_delay_s=0)
+    policy.plan([spec], state)
+    core = SchedulerCore(policy, state, random.Random(1))
+    host = next(iter(state.hosts.values()))
+    assert policy.next_task(host, state) is None  # planned here, not arrived
+    job = build_job(spec, CONTAINER)
+    core.submit(job, 0.0)
+    assert policy.next_task(host, state) in job.maps
+
+
+@pytest.mark.parametrize("policy_class", [JobPackerPolicy, CorralPolicy])
 def test_ad_hoc_jobs_arriving_among_planned_ones_get_the_containers_the_plans_leave(policy_class):
     recurring = recurring_specs(6, 3, arrival_window=8.0)
     adhoc = [JobSpec(f"a{i}", 2.0 * i, 1_000_000, 1_000_000, 0, 3, 1, 1, 1) for i in range(5)]  # each after the last
