@@ -52,6 +52,7 @@ class PlannedPolicy(Policy):
         if cluster.network is None:
             raise ValueError(f"policy {self.name} plans with the network's rates, but the backend gave none")
         self.network = cluster.network
+        self._launchable_entries.clear()  # listed from the sequences of the plan before
         recurring = [JobProfile.of(s) for s in jobs if s.recurring]
         if not recurring:
             return

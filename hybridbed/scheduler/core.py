@@ -182,7 +182,7 @@ class SchedulerCore:
             job.finished_s = now
             del self.cluster.jobs[job.job_id]
             del self.cluster.pending[job.job_id]
-            self.cluster.update_launchable(job)  # no longer
+            self.cluster.update_launchable(job)  # done: no longer launchable
             self.cluster.finished.add(job.job_id)
             for reduce in job.reduces:
                 self._told.pop(reduce.task_id, None)

@@ -8,8 +8,8 @@ same cap) merge into one row, a few hundred to a few thousand rows instead of 18
 allocation is the lexicographic optimum of the sorted rate vector; when the relaxed problem's optimum is
 feasible for the full problem (no dropped link carries more than its capacity), it is the full
 problem's optimum too. So the rates are exact: a computation whose result overloads a dropped link adds
-that link back and solves again, at most once per link. A class new since the last computation that no kept
-link holds back below its cap would overload its links for certain: they are added before the solve.
+that link back and solves again, at most once per link. A class new since the last computation that crosses no
+kept link would overload its links for certain: they are added before the solve.
 
 Kept across computations (the object holds them): the links kept (those loaded to at least
 KEPT_LOAD of their capacity at the last computation, plus any that overloaded since; the ones below it
@@ -113,7 +113,7 @@ class RelaxedMaxMin:
         if recounted is None:
             recounted = np.arange(self._counted.size)
         row_paths, row_caps = self._rows
-        # classes new since the last computation that no kept link holds back: their links are kept now
+        # classes new since the last computation that cross no kept link: their links are kept now
         _keep_unbound(paths, caps, weights, rekeyed, capacities, self.kept, self._toggled)
         while True:
             status, self._row_count = _group_rows(
@@ -414,9 +414,9 @@ def _spread(paths, weights, row_of, row_rates, capacities, kept, toggled, rates)
 
 @numba.njit(cache=True)
 def _keep_unbound(paths, caps, weights, classes, capacities, kept, toggled):  # pragma: no cover (compiled)
-    """Keep, before the solve, the dropped links that these classes would overload at once: a class with flows
-    that crosses no kept link of capacity at most its cap gets its cap in the relaxation (infinite for most),
-    more than its dropped links can carry, and the computation would solve again to add them back. Speed only:
+    """Keep, before the solve, the dropped links that these classes would overload for certain: a class with
+    flows that crosses no kept link gets its cap in the relaxation (infinite for most), more than each of its
+    links of lower capacity can carry, and the computation would solve again to add them back. Speed only:
     the check after the solve stays, and the rates are exact either way. Measured (docs/reproductions.md,
     simulator speed): in the paper-scale Fair run, 4,700 of the 10,100 solves again."""
     for c in classes:
@@ -424,10 +424,10 @@ def _keep_unbound(paths, caps, weights, classes, capacities, kept, toggled):  # 
             continue
         bound = False
         for link in paths[c]:
-            bound = bound or (kept[link] and capacities[link] <= caps[c])
+            bound = bound or kept[link]
         if not bound:
             for link in paths[c]:
-                if not kept[link] and capacities[link] < caps[c]:
+                if capacities[link] < caps[c]:
                     kept[link] = toggled[link] = True
 
 
