@@ -45,3 +45,11 @@ class DelayScheduling:
         if waited < self.node_delay_s + self.rack_delay_s:
             return pending.rack_local(host.rack)
         return pending.rack_local(host.rack) or pending.any_map()
+
+    def node_local_only(self, job: Job, cluster: ClusterState) -> bool:
+        """Whether `map_for` offers the job's maps only where their blocks are, whatever the host: it has
+        none pending, or it is still within `node_delay_s` of its wait (as `map_for` started it)."""
+        if not cluster.pending[job.job_id].maps:
+            return True
+        since = self._waiting_since.get(job.job_id)
+        return since is not None and cluster.now - since < self.node_delay_s

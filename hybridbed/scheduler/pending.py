@@ -42,10 +42,12 @@ class PendingStage:
         return True
 
     def node_local(self, host: str) -> Task | None:
-        return next(iter(self.by_host.get(host, {}).values()), None)
+        tasks = self.by_host.get(host)  # asked for every job an offer passes: no dict or generator made per call
+        return next(iter(tasks.values())) if tasks else None
 
     def rack_local(self, rack: int) -> Task | None:
-        return next(iter(self.by_rack.get(rack, {}).values()), None)
+        tasks = self.by_rack.get(rack)
+        return next(iter(tasks.values())) if tasks else None
 
     def first(self) -> Task | None:
         return next(iter(self.tasks.values()), None)
@@ -85,7 +87,11 @@ class PendingTasks:
                 stage.add(task, rack_of, alive)
 
     def node_local(self, host: str) -> Task | None:
-        return next((t for s in self._roots if (t := s.node_local(host)) is not None), None)
+        for stage in self._roots:  # a loop, not a generator: see PendingStage.node_local
+            task = stage.node_local(host)
+            if task is not None:
+                return task
+        return None
 
     def rack_local(self, rack: int) -> Task | None:
         return next((t for s in self._roots if (t := s.rack_local(rack)) is not None), None)

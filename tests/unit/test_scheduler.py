@@ -156,6 +156,23 @@ def test_a_round_of_offers_launches_what_sorting_the_jobs_at_every_offer_launche
     assert launches(policy) == expected
 
 
+def test_a_job_passed_over_for_locality_is_asked_again_once_its_node_local_map_started():
+    """Within a round Fair passes over a job that can start only node-local maps at hosts holding none of
+    its blocks. Once its one map has started on the block's host, the job has no map left, and without
+    precedence its reduce is released: the next host offered must get that reduce, not pass the job over."""
+    state = cluster(racks=1, hosts=3, slots=1)
+    state.precedence = False
+    core = SchedulerCore(FairPolicy(node_delay_s=1.0, rack_delay_s=1.0), state, random.Random(1), replicas=1)
+    core.submit(build_job(spec("j", maps=1, reduces=1), CONTAINER), 0.0)
+    block_host = core.cluster.jobs["j"].maps[0].input_block.replicas[0]
+    others = sorted(h for h in state.hosts if h != block_host)
+    launches = core.schedule(0.0, hosts=[others[0], block_host, others[1]])
+    assert [(launch.task.kind, launch.host) for launch in launches] == [
+        (StageKind.MAP, block_host),
+        (StageKind.REDUCE, others[1]),
+    ]
+
+
 @pytest.mark.parametrize(
     ("policy", "container", "per_host"),
     [
