@@ -6,6 +6,7 @@ The same state is kept by both backends (emulation and simulation); policies rea
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hybridbed.scheduler.model import Allocation, Job, Locality, Resources, StageKind, Task
@@ -196,6 +197,9 @@ class ClusterState:
     rack_of: dict[str, int] = field(init=False)  # hosts keep their rack for the whole run
     rack_hosts: dict[int, list[str]] = field(init=False)  # every host of each rack, live or not
     _dead_racks: set[int] = field(init=False)
+    # the live hosts, and per rack: worked out when a host is lost, not at every job's arrival (6,000 hosts at 10x)
+    _live: frozenset[str] = field(init=False)
+    _live_by_rack: dict[int, tuple[str, ...]] = field(init=False)
     _capacity: Resources = field(init=False)
     _released: dict[str, tuple[tuple, list[int]]] = field(init=False, default_factory=dict)
     _offers: dict[str, tuple[tuple, list[StageOffer]]] = field(init=False, default_factory=dict)
@@ -216,7 +220,13 @@ class ClusterState:
         self.rack_hosts = {r: [] for r in range(self.racks)}
         for name, host in self.hosts.items():
             self.rack_hosts[host.rack].append(name)
-        self._dead_racks = self._racks_without_live_host()
+        self._live_hosts_changed()
+
+    def _live_hosts_changed(self) -> None:
+        """Work out again what depends on which hosts live (at first, and when one is lost)."""
+        self._live = frozenset(name for name, host in self.hosts.items() if host.alive)
+        self._live_by_rack = {r: tuple(h for h in hosts if h in self._live) for r, hosts in self.rack_hosts.items()}
+        self._dead_racks = {r for r, hosts in self._live_by_rack.items() if not hosts}
         self._capacity = self._live_capacity()
 
     def _live_capacity(self) -> Resources:
@@ -259,11 +269,7 @@ class ClusterState:
     def lose_host(self, name: str) -> None:
         self.hosts[name].alive = False
         self._changed_hosts.add(name)
-        self._dead_racks = self._racks_without_live_host()
-        self._capacity = self._live_capacity()
-
-    def _racks_without_live_host(self) -> set[int]:
-        return set(range(self.racks)) - {h.rack for h in self.hosts.values() if h.alive}
+        self._live_hosts_changed()
 
     def update_launchable(self, job: Job) -> None:
         """Re-judge whether the job has a task a policy may start (after its pending or finished tasks changed)."""
@@ -289,16 +295,12 @@ class ClusterState:
             round(sum(h.used.memory_mb for h in live) / memory, 4) if memory else 0.0,
         )
 
-    def alive(self) -> set[str]:
-        return {name for name, host in self.hosts.items() if host.alive}
+    def alive(self) -> frozenset[str]:
+        return self._live
 
-    def hosts_by_rack(self) -> dict[int, list[str]]:
-        """Live hosts per rack."""
-        racks: dict[int, list[str]] = {r: [] for r in range(self.racks)}
-        for host in self.hosts.values():
-            if host.alive:
-                racks[host.rack].append(host.name)
-        return racks
+    def hosts_by_rack(self) -> Mapping[int, Sequence[str]]:
+        """Live hosts per rack (in the order of `hosts`)."""
+        return self._live_by_rack
 
     def dependencies_met(self, job: Job, stage: int) -> bool:
         """A stage's parent stages are done: all of their tasks for a DAG, the slowstart fraction of its maps

@@ -5,6 +5,7 @@ heartbeat is the YARN Fair/Tetris figure the scheduler must keep well under a mi
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 
 from hybridbed.scheduler.model import StageKind, Task
 
@@ -18,7 +19,7 @@ class PendingStage:
         self.by_rack: dict[int, dict[str, Task]] = {}
         self._locations: dict[str, tuple[tuple[str, ...], tuple[int, ...]]] = {}
 
-    def add(self, task: Task, rack_of: dict[str, int], alive: set[str]) -> None:
+    def add(self, task: Task, rack_of: dict[str, int], alive: AbstractSet[str]) -> None:
         self.tasks[task.task_id] = task
         if task.input_block is None:
             return
@@ -63,7 +64,7 @@ class PendingTasks:
         self._roots: list[PendingStage] = []
         self.revision = 0  # counts every task added or removed: what is cached of these tasks is stale when it moved
 
-    def add(self, task: Task, rack_of: dict[str, int], alive: set[str]) -> None:
+    def add(self, task: Task, rack_of: dict[str, int], alive: AbstractSet[str]) -> None:
         stage = self.stages.get(task.stage)
         if stage is None:
             stage = self.stages[task.stage] = PendingStage()
@@ -79,7 +80,7 @@ class PendingTasks:
             (self.maps if task.kind is StageKind.MAP else self.reduces).pop(task.task_id)
             self.revision += 1
 
-    def forget_host(self, host: str, rack_of: dict[str, int], alive: set[str]) -> None:
+    def forget_host(self, host: str, rack_of: dict[str, int], alive: AbstractSet[str]) -> None:
         """A host died: its replicas no longer make a map local anywhere."""
         for stage in self._roots:
             for task in list(stage.by_host.pop(host, {}).values()):

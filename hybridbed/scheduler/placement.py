@@ -9,13 +9,17 @@ rack when that rack has no other host). A policy may restrict the first replica 
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from hybridbed.scheduler.model import Job
 
 
 def choose_replicas(
-    hosts_by_rack: dict[int, list[str]], rng: random.Random, replicas: int = 3, first_racks: list[int] | None = None
+    hosts_by_rack: Mapping[int, Sequence[str]],
+    rng: random.Random,
+    replicas: int = 3,
+    first_racks: list[int] | None = None,
 ) -> tuple[str, ...]:
     racks = sorted(r for r, hosts in hosts_by_rack.items() if hosts)
     candidates = [r for r in (first_racks or racks) if hosts_by_rack.get(r)]
@@ -38,7 +42,7 @@ def choose_replicas(
 
 def place_job_input(
     job: Job,
-    hosts_by_rack: dict[int, list[str]],
+    hosts_by_rack: Mapping[int, Sequence[str]],
     rng: random.Random,
     replicas: int = 3,
     first_racks: list[int] | None = None,
