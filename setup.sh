@@ -46,9 +46,9 @@ fi
 # The simulator's and planners' numba kernels compile on first use and are cached beside their sources
 # (__pycache__). Compiling them cold takes some 45 s, which the first simulated run would otherwise pay (each
 # setup of a first `hybridbed compare --backend simulation` at once): compile them now, by simulating the
-# quickstart scenario under the four setups, again only when a kernel's source changed.
+# quickstart scenario under the four setups, again only when a kernel's source or the dependencies changed.
 stamp=.venv/.hybridbed-kernels
-want=$(grep -rl --include='*.py' 'numba.njit' hybridbed | sort | xargs cat | sha256sum | cut -d' ' -f1)
+want=$( (grep -rl --include='*.py' 'numba.njit' hybridbed | sort | xargs cat; cat pyproject.toml) | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "setup.sh: compiling the simulator's kernels (once per checkout, under a minute)"
   warm=$(mktemp -d)

@@ -73,7 +73,8 @@ class FairPolicy(Policy):
         memory than the host has free is passed over. `waiting` (kept by a round of offers) collects the jobs
         found with nothing to start but a node-local map (`DelayScheduling.node_local_only`, and no released
         reduce): until the round ends they are passed over at hosts holding none of their blocks without
-        being asked again. At 10x scale most of the thousands of jobs an offer passes are such jobs."""
+        being asked again: at 10x scale, where an offer passes thousands of jobs, Fair's offers over 1000 jobs
+        took 2.0 s instead of 7.8 s (docs/reproductions.md, simulator speed)."""
         for job in ordered:
             if waiting is not None and job.job_id in waiting:
                 if cluster.pending[job.job_id].node_local(host.name) is None:
