@@ -134,6 +134,20 @@ def test_the_relaxed_solver_adds_back_a_dropped_link_that_the_relaxation_overloa
     assert solver.kept[2]
 
 
+def test_rebuilt_rows_lie_in_the_order_of_their_first_kept_link():
+    solver = RelaxedMaxMin()
+    capacities = np.array([1.0, 1.0, 1.0, INF])  # link 3: the padding
+    # the classes' first links: 2, 1, 0, 1 (two classes share link 1, one of them crosses link 2 after it)
+    paths = np.array([[2, 3], [1, 2], [0, 3], [1, 3]])
+    weights, caps = np.ones(4), np.full(4, INF)
+    solver(paths, capacities, caps, weights)
+    assert solver.kept[:3].all()  # each link binds
+    got = solver(paths, capacities, caps, weights, None)  # not told what changed: the rows are rebuilt
+    assert got.tolist() == pytest.approx(progressive_filling_rates(paths, capacities, caps, weights))
+    # rows by first kept link (0, 1, 1, 2), classes with the same first link in class order
+    assert solver._row_of[:4].tolist() == [3, 1, 0, 2]
+
+
 def count_solves(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the relaxed solver's solves over its rows (one element, incremented at each)."""
     solves = [0]
