@@ -440,8 +440,8 @@ def _keep_unbound(paths, caps, weights, classes, capacities, kept, toggled):  # 
 @numba.njit(cache=True)
 def _in_layout_order(paths, classes, kept):  # pragma: no cover (compiled)
     """The classes in the order their rows are best laid out in: by their first kept link (a class crossing none
-    last). A solve freezes the rows of one bottleneck together, and a row's first kept link is its host's or its
-    rack's link out, where most rows freeze (77 % of the flows in a 10x-scale Fair run with 1000 jobs), so those
+    last). A solve freezes the rows of one bottleneck together, and a row's first kept link is mostly its host's or
+    its rack's link out, where most rows freeze (77 % of the flows in a 10x-scale Fair run with 1000 jobs), so those
     rows then lie side by side in memory: a solve over 10,000 rows at 10x scale waits mostly for rows scattered
     over a megabyte."""
     first = np.empty(classes.size, dtype=np.int64)
