@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import statistics
 import subprocess
 import threading
 import time
@@ -16,7 +17,7 @@ from hybridbed.controller.client import ControllerError
 from hybridbed.controller.rest_api import body_limit_bytes
 from hybridbed.results.fidelity import DATAPATH_LOSS_WARN_SHARE
 from hybridbed.testbed import probes
-from hybridbed.testbed.fidelity import check_steering
+from hybridbed.testbed.fidelity import RECONFIG_SAMPLES, check_steering
 from hybridbed.testbed.fidelity_monitor import parse_net_dev, parse_qdiscs
 from hybridbed.testbed.network import HybridNetwork
 from hybridbed.testbed.runs import RunManifest
@@ -104,10 +105,14 @@ DATAPATH_LAG_MS = 5.0
 
 
 def test_reconfiguration_gap_is_the_configured_delay(clean_circuits):
-    gap_s, event = probes.reconfiguration_gap(clean_circuits)
-    assert event.dark_until - event.dark_from >= RECONFIG_DELAY_MS / 1000
-    # the gap runs from one switch applying the unsteering to another applying the steering
-    assert RECONFIG_DELAY_MS - DATAPATH_LAG_MS <= gap_s * 1000 <= RECONFIG_DELAY_MS + 15
+    # the median of RECONFIG_SAMPLES reconfigurations, as `hybridbed check` reads it: a single gap runs long now and
+    # then (one 50 ms gap read 65.8 ms in a CI run on a VM running twice as slow as usual)
+    samples = [probes.reconfiguration_gap(clean_circuits) for _ in range(RECONFIG_SAMPLES)]
+    for _, event in samples:
+        assert event.dark_until - event.dark_from >= RECONFIG_DELAY_MS / 1000
+    # a gap runs from one switch applying the unsteering to another applying the steering
+    gap_ms = statistics.median(gap_s for gap_s, _ in samples) * 1000
+    assert RECONFIG_DELAY_MS - DATAPATH_LAG_MS <= gap_ms <= RECONFIG_DELAY_MS + 15, [g * 1000 for g, _ in samples]
 
 
 def test_flow_moved_to_the_eps_during_reconfiguration_keeps_going(clean_circuits):
