@@ -27,6 +27,8 @@ from hybridbed.scheduler.cluster import ClusterState, HostState, NetworkView
 from hybridbed.scheduler.model import Job, JobSpec, StageKind, Task
 from hybridbed.scheduler.policy import Policy
 
+ADHOC = "adhoc"  # the ad-hoc jobs' list, among the lists pruned of finished jobs (the others are racks' sequences)
+
 
 class PlannedPolicy(Policy):
     ocs_aware: bool = True  # whether the planner's latency model knows the OCS
@@ -39,13 +41,13 @@ class PlannedPolicy(Policy):
         self.locality = DelayScheduling(self.params)  # planned jobs' maps
         self.offline = Plan()
         self.network: NetworkView | None = None  # set by plan(); run-time rules read the threshold from it
-        self._pruned: dict[int, int] = {}  # rack -> how many jobs had finished when its sequence was pruned
+        # a rack's sequence (by rack) or the ad-hoc jobs (ADHOC) -> how many jobs had finished when last pruned
+        self._pruned: dict[int | str, int] = {}
         # rack -> its sequence's entries of launchable jobs, and the cluster's launchable_changes they are as of
         self._launchable_entries: dict[int, tuple[int, list[tuple[str, StageKind]]]] = {}
-        # the ad-hoc (unplanned) jobs that arrived and had not finished when it was last pruned, and how many jobs
-        # had finished then: while there are none and every rack lives, the launchable jobs need not be walked
+        # the ad-hoc (unplanned) jobs that arrived and had not finished when last pruned: while there are none and
+        # every rack lives, the launchable jobs need not be walked
         self._adhoc: dict[str, None] = {}
-        self._adhoc_pruned = 0
 
     # planning -------------------------------------------------------------------------------------
     def plan(self, jobs: list[JobSpec], cluster: ClusterState) -> None:
@@ -102,10 +104,19 @@ class PlannedPolicy(Policy):
 
     def _adhoc_unfinished(self, cluster: ClusterState) -> dict[str, None]:
         """The ad-hoc jobs that arrived and have not finished (pruned when more jobs have finished)."""
-        if self._adhoc and self._adhoc_pruned != len(cluster.finished):
-            self._adhoc_pruned = len(cluster.finished)
+        if self._adhoc and self._finished_since_pruned(ADHOC, cluster):
             self._adhoc = {job_id: None for job_id in self._adhoc if job_id not in cluster.finished}
         return self._adhoc
+
+    def _finished_since_pruned(self, pruned: int | str, cluster: ClusterState) -> bool:
+        """Whether jobs have finished since the list `pruned` (a rack's sequence, or ADHOC) was last pruned of
+        finished jobs; noted as pruned now. A list is pruned only when more jobs have finished: offers come by the
+        hundred thousand in a paper-scale run, jobs end by the thousand."""
+        finished = len(cluster.finished)
+        if self._pruned.get(pruned) == finished:
+            return False
+        self._pruned[pruned] = finished
+        return True
 
     def adhoc_task(self, host: HostState, cluster: ClusterState, jobs: list[Job]) -> Task | None:
         return self.fair.pick(host, cluster, jobs)
@@ -122,8 +133,7 @@ class PlannedPolicy(Policy):
     def _sequence(self, rack: int, cluster: ClusterState) -> Iterable[tuple[str, StageKind]]:
         """The rack's sequence without the entries of finished jobs (dropped when more jobs have finished)."""
         sequence = self.offline.sequences.get(rack, [])
-        if self._pruned.get(rack) != len(cluster.finished):
-            self._pruned[rack] = len(cluster.finished)
+        if self._finished_since_pruned(rack, cluster):
             sequence = self.offline.sequences[rack] = [e for e in sequence if e[0] not in cluster.finished]
         return sequence
 
