@@ -20,20 +20,29 @@ import psutil
 STATE_ROOT = Path(os.environ.get("HYBRIDBED_STATE_ROOT", "/run/hybridbed"))
 
 
+def start_ticks(pid: int) -> int:
+    """When the process started, in clock ticks since boot (`starttime` in /proc/<pid>/stat): fixed for the
+    process's life. psutil's create_time adds to it the boot time as the wall clock puts it now, which moves
+    whenever the clock is set (NTP, a virtual machine resumed): a step of a few milliseconds made a run's
+    watchdog take its live owner for gone and remove the run under it (docs/reliability.md)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[19])  # fields after the command name, from the 3rd on
+
+
 @dataclass
 class ProcessRecord:
-    """A process the run started, identified by pid and start time so a reused pid is never mistaken for it."""
+    """A process the run started, identified by pid and start so a reused pid is never mistaken for it."""
 
     pid: int
-    create_time: float
+    start_ticks: int  # `start_ticks(pid)` when recorded
     role: str
 
     def is_alive(self) -> bool:
         """True while this very process runs (a zombie has ended; it only awaits its parent)."""
         try:
-            proc = psutil.Process(self.pid)
-            return abs(proc.create_time() - self.create_time) < 0.01 and proc.status() != psutil.STATUS_ZOMBIE
-        except psutil.Error:
+            alive = psutil.Process(self.pid).status() != psutil.STATUS_ZOMBIE
+            return alive and start_ticks(self.pid) == self.start_ticks
+        except (psutil.Error, OSError):  # gone (its /proc entry with it)
             return False
 
 
@@ -43,7 +52,7 @@ class RunManifest:
     state_dir: str
     created: float
     owner_pid: int
-    owner_create_time: float
+    owner_start_ticks: int
     netns: str | None = None
     cgroups: list[str] = field(default_factory=list)
     processes: list[ProcessRecord] = field(default_factory=list)
@@ -58,7 +67,7 @@ class RunManifest:
         return cls(**data)
 
     def owner_alive(self) -> bool:
-        return ProcessRecord(self.owner_pid, self.owner_create_time, "owner").is_alive()
+        return ProcessRecord(self.owner_pid, self.owner_start_ticks, "owner").is_alive()
 
 
 class RunRecord:
@@ -76,14 +85,14 @@ class RunRecord:
         run_id = run_id or f"hb{secrets.token_hex(3)}"
         state_dir = STATE_ROOT / run_id
         state_dir.mkdir(parents=True, mode=0o755)
-        me = psutil.Process()
+        me = os.getpid()
         record = cls(
             RunManifest(
                 run_id=run_id,
                 state_dir=str(state_dir),
                 created=time.time(),
-                owner_pid=me.pid,
-                owner_create_time=me.create_time(),
+                owner_pid=me,
+                owner_start_ticks=start_ticks(me),
             )
         )
         record.save()
@@ -106,7 +115,7 @@ class RunRecord:
             os.replace(tmp, self.manifest_path)
 
     def add_process(self, pid: int, role: str) -> None:
-        self.manifest.processes.append(ProcessRecord(pid, psutil.Process(pid).create_time(), role))
+        self.manifest.processes.append(ProcessRecord(pid, start_ticks(pid), role))
         self.save()
 
     def set(self, **fields: object) -> None:

@@ -10,15 +10,17 @@ import threading
 from dataclasses import asdict
 
 import psutil
+import psutil._pslinux
+import pytest
 
 from hybridbed.testbed import watchdog
-from hybridbed.testbed.runs import RunManifest
+from hybridbed.testbed.runs import ProcessRecord, RunManifest, start_ticks
 
 
 def manifest_of(tmp_path, pid: int) -> tuple:
     state = tmp_path / "hbtest"
     state.mkdir()
-    manifest = RunManifest("hbtest", str(state), 0.0, pid, psutil.Process(pid).create_time())
+    manifest = RunManifest("hbtest", str(state), 0.0, pid, start_ticks(pid))
     path = state / "manifest.json"
     path.write_text(json.dumps(asdict(manifest)))
     return state, path
@@ -45,3 +47,31 @@ def test_a_run_its_live_owner_tears_down_is_left_to_it(tmp_path, monkeypatch):
     path.unlink()  # the owner's own teardown
     watcher.join(timeout=5)
     assert result == [[]] and not (tmp_path / "reaped.log").exists()
+
+
+def test_a_live_owner_is_still_known_after_the_wall_clock_is_set(tmp_path, monkeypatch):
+    """Setting the clock (NTP, a virtual machine resumed) moves the boot time the kernel reports, and with it
+    psutil's create_time of every process: the watchdog then removed a live run."""
+    monkeypatch.setattr(watchdog, "REAPED_LOG", tmp_path / "reaped.log")
+    state, path = manifest_of(tmp_path, psutil.Process().pid)
+    before, booted = psutil.Process().create_time(), psutil._pslinux.boot_time()
+    monkeypatch.setattr(psutil._pslinux, "boot_time", lambda: booted + 1.0)  # the clock set one second on
+    assert psutil.Process().create_time() == pytest.approx(before + 1.0)  # as psutil now tells it
+    result: list = []
+    watcher = threading.Thread(target=lambda: result.append(watchdog.watch(path, poll_s=0.01)))
+    watcher.start()
+    watcher.join(timeout=0.3)
+    assert watcher.is_alive() and state.exists() and not (tmp_path / "reaped.log").exists()
+    path.unlink()
+    watcher.join(timeout=5)
+    assert result == [[]]
+
+
+def test_a_record_is_not_taken_for_another_process_on_the_same_pid():
+    me = psutil.Process().pid
+    assert ProcessRecord(me, start_ticks(me), "owner").is_alive()
+    assert not ProcessRecord(me, start_ticks(me) - 1, "owner").is_alive()  # an earlier process with this pid
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ticks = start_ticks(ended.pid)
+    ended.wait()
+    assert not ProcessRecord(ended.pid, ticks, "worker").is_alive()
