@@ -57,9 +57,16 @@ def clean_run(manifest: RunManifest) -> list[str]:
             done.append(f"removed cgroup {path}")
     done += [_clean_remote_part(part) for part in manifest.remote_parts]
     if Path(manifest.state_dir).exists() and not namespace_left:
-        shutil.rmtree(manifest.state_dir)
+        shutil.rmtree(manifest.state_dir, onerror=_unless_already_gone)
         done.append(f"removed {manifest.state_dir}")
     return done
+
+
+def _unless_already_gone(function: object, path: str, exc_info: tuple) -> None:
+    """rmtree's error handler: an entry that another cleanup of the same run (`hybridbed clean --force`, the
+    watchdog) removed first is gone, as wanted; any other error stands."""
+    if not issubclass(exc_info[0], FileNotFoundError):
+        raise exc_info[1]
 
 
 def _clean_remote_part(part: dict) -> str:
