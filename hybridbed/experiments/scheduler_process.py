@@ -84,6 +84,7 @@ class SchedulerServer:
         self.events: queue.Queue[tuple[str, dict | None]] = queue.Queue()
         self.stored: queue.Queue[tuple[str, str]] = queue.Queue()  # (job, host): its input blocks are on the host
         self.channels: dict[str, Channel] = {}
+        # host -> when it was last heard from (the monotonic clock: a step of the wall clock loses no worker)
         self.last_seen: dict[str, float] = {}
         self.t0 = 0.0
         self.jobs_log = CsvLog(out_dir / "jobs.csv", JOB_FIELDS)
@@ -181,10 +182,10 @@ class SchedulerServer:
             summarize(self.out_dir, total, status, started_at=self.t0)
 
     def _await_workers(self) -> None:
-        deadline = time.time() + REGISTER_TIMEOUT_S
+        deadline = time.monotonic() + REGISTER_TIMEOUT_S
         while len(self.channels) < len(self.hosts):
             try:
-                kind, message = self.events.get(timeout=max(0.01, deadline - time.time()))
+                kind, message = self.events.get(timeout=max(0.01, deadline - time.monotonic()))
             except queue.Empty:
                 missing = sorted(set(self.hosts) - set(self.channels))
                 raise RuntimeError(
@@ -192,7 +193,7 @@ class SchedulerServer:
                 ) from None
             if kind == "register":
                 self.channels[message["host"]] = message["channel"]
-                self.last_seen[message["host"]] = time.time()
+                self.last_seen[message["host"]] = time.monotonic()
 
     def _drain_events(self) -> None:
         try:
@@ -210,7 +211,7 @@ class SchedulerServer:
         now = self._now()
         host = message.get("host")
         if host in self.last_seen:
-            self.last_seen[host] = time.time()
+            self.last_seen[host] = time.monotonic()
         if kind == "finished":
             task = self.core.tasks[message["task_id"]]
             if task.attempt == message["attempt"] and task.host == host:
@@ -262,7 +263,7 @@ class SchedulerServer:
     def _check_heartbeats(self) -> None:
         timeout = self.scenario.scheduler.heartbeat_timeout_s
         for host, seen in list(self.last_seen.items()):
-            if time.time() - seen > timeout:
+            if time.monotonic() - seen > timeout:
                 self._lose(host, f"sent no heartbeat for {timeout:g} s")
 
     def _lose(self, host: str, why: str) -> None:

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from hybridbed.experiments.scenarios import validate_scenario
+from hybridbed.experiments.scheduler_process import SchedulerServer
 from hybridbed.workers.pacing import write_bytes
 from hybridbed.workers.protocol import SOCKET_NAME, Channel
 
@@ -118,13 +119,19 @@ class ScriptedAgent:
         self.channel.close()
 
 
-def start_scheduler(out_dir: Path, data: dict) -> tuple[subprocess.Popen, str, dict[str, Path]]:
+def write_layout(out_dir: Path, data: dict) -> tuple[str, dict[str, Path]]:
+    """The run directory a scheduler process starts from: its scenario and the cluster's layout."""
     out_dir.mkdir()
     (out_dir / "scenario.json").write_text(validate_scenario(data).model_dump_json())
     socket_path = str(out_dir / SOCKET_NAME)
     data_dirs = {h: out_dir / "hosts" / h for h in HOSTS}
     hosts = [{"name": h, "rack": r, "ip": f"10.0.{r}.1", "data_dir": str(data_dirs[h])} for r, h in enumerate(HOSTS)]
     (out_dir / "cluster.json").write_text(json.dumps({"socket": socket_path, "controller_port": None, "hosts": hosts}))
+    return socket_path, data_dirs
+
+
+def start_scheduler(out_dir: Path, data: dict) -> tuple[subprocess.Popen, str, dict[str, Path]]:
+    socket_path, data_dirs = write_layout(out_dir, data)
     proc = subprocess.Popen(
         [sys.executable, "-m", "hybridbed.experiments.scheduler_process", str(out_dir)],
         stdout=(out_dir / "scheduler.log").open("w"),
@@ -184,3 +191,18 @@ def test_a_worker_that_dies_holding_tasks_has_them_run_elsewhere(short_dir):
     tasks = pd.read_csv(short_dir / "run" / "tasks.csv")
     assert lost <= set(tasks["task_id"]) and set(tasks["host"]) == {HOSTS[1]}  # ran again on the live host
     assert "lost" in (short_dir / "run" / "scheduler.log").read_text()
+
+
+def test_a_step_of_the_wall_clock_loses_no_worker(short_dir, monkeypatch):
+    """The heartbeats' timeout is a duration: setting the clock (NTP, a virtual machine resumed) must not make
+    every worker look silent."""
+    out = short_dir / "run"
+    write_layout(out, scenario())
+    server = SchedulerServer(out)
+    for host in HOSTS:
+        server.events.put(("register", {"host": host, "channel": None}))
+    server._await_workers()
+    stepped = time.time() + 3600.0
+    monkeypatch.setattr(time, "time", lambda: stepped)
+    server._check_heartbeats()
+    assert sorted(server.last_seen) == HOSTS
