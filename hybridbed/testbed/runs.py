@@ -23,8 +23,9 @@ STATE_ROOT = Path(os.environ.get("HYBRIDBED_STATE_ROOT", "/run/hybridbed"))
 def start_ticks(pid: int) -> int:
     """When the process started, in clock ticks since boot (`starttime` in /proc/<pid>/stat): fixed for the
     process's life. psutil's create_time adds to it the boot time as the wall clock puts it now, which moves
-    whenever the clock is set (NTP, a virtual machine resumed): a step of a few milliseconds made a run's
-    watchdog take its live owner for gone and remove the run under it (docs/reliability.md)."""
+    whenever the clock is set (NTP, a virtual machine resumed), by a whole second even for a small step (the
+    kernel gives it in whole seconds): a step made a run's watchdog take its live owner for gone and remove the
+    run under it (docs/reliability.md)."""
     stat = Path(f"/proc/{pid}/stat").read_text()
     return int(stat[stat.rindex(")") + 2 :].split()[19])  # fields after the command name, from the 3rd on
 
