@@ -4,6 +4,8 @@ own times, circuit time, how busy the containers were while work waited). Where 
 their packets (`--capture-packets` given to this script or to the comparison), also how much longer each
 reducer's shuffle took than simulated, apart for the reducers whose connections waited for TCP's
 retransmission timer and those that did not, and the connections' waits by the path they took (EPS, circuit).
+Per setup, the jobs whose JCT differs most between the backends, with their phases side by side: a median of
+few jobs moves by a whole gap when one job passes it, so these are the jobs to trace first.
 Target: simulated / emulated makespan within 15 % for every setup, and the same ordering of setups (setups
 within 2 % of each other on either backend rank as a tie).
 
@@ -28,13 +30,16 @@ from hybridbed.experiments.comparison import compare, default_setups
 from hybridbed.experiments.scenarios import load_scenario
 from hybridbed.results.comparison_table import TIE_FRACTION, ranking, ranking_text, same_ranking
 from hybridbed.results.load import RunResults, load
-from hybridbed.results.phases import last_job_phases, phase_measures
+from hybridbed.results.phases import jobs_apart, last_job_phases, phase_measures
 from hybridbed.results.tcp_stalls import flow_connections, path_waits, reducer_waits
 from hybridbed.results.timeline import with_fetched_s
 from hybridbed.testbed.capture import CAPTURE_DIR
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "scenarios" / "quickstart.yaml"
 TARGET = 0.15
+JOBS_APART = 5  # jobs listed per setup in the jobs-apart table
+# Each setup's runs, emulated and simulated.
+RunPairs = dict[str, tuple[RunResults, RunResults]]
 
 
 def run_both(scenario_path: Path, setups: list[str] | None, out: Path, capture: bool) -> tuple[Path, Path, list[str]]:
@@ -84,11 +89,10 @@ def makespan_table(emulated: Path, simulated: Path, setups: list[str], console: 
     )
 
 
-def phase_table(emulated: Path, simulated: Path, setups: list[str], console: Console) -> pd.DataFrame:
+def phase_table(runs: RunPairs, console: Console) -> pd.DataFrame:
     """Every setup's measures of where time went, emulated beside simulated; returned as one frame."""
     frames = []
-    for setup in setups:
-        emu, sim = load(emulated / setup), load(simulated / setup)
+    for setup, (emu, sim) in runs.items():
         side = pd.concat([phase_measures(emu), phase_measures(sim)], axis=1, keys=["emulated", "simulated"], sort=False)
         side["sim / emu"] = side.simulated / side.emulated
         table = numbers_table(f"{setup}: where the time went", ("measure", "emulated", "simulated", "sim / emu"))
@@ -99,6 +103,17 @@ def phase_table(emulated: Path, simulated: Path, setups: list[str], console: Con
         console.print(f"{setup}: the last job to finish, phases in s")
         console.print(last.to_string())
         frames.append(side.assign(setup=setup))
+    return pd.concat(frames)
+
+
+def jobs_apart_table(runs: RunPairs, console: Console) -> pd.DataFrame:
+    """Per setup, the JOBS_APART jobs whose JCT differs most between the backends; returned as one frame."""
+    frames = []
+    for setup, (emu, sim) in runs.items():
+        apart = jobs_apart(emu, sim, JOBS_APART, ("emulated", "simulated"))
+        console.print(f"{setup}: the {len(apart)} jobs whose JCT differs most (simulated - emulated), phases in s")
+        console.print(apart.round(2).astype(object).T.to_string())  # ranks stay whole numbers
+        frames.append(apart.assign(setup=setup))
     return pd.concat(frames)
 
 
@@ -114,7 +129,7 @@ def reducer_shuffle_s(run: RunResults) -> pd.Series:
     return (reducers.fetched_s - reducers.start_s).set_axis(reducers.task_id)
 
 
-def timer_wait_tables(emulated: Path, simulated: Path, setups: list[str], console: Console) -> None:
+def timer_wait_tables(runs: RunPairs, console: Console) -> None:
     """Per captured setup: how much longer the reducers' shuffles took than simulated, for those none of whose
     connections waited for TCP's retransmission timer and for those with a wait; and the connections' waits
     by the path they took."""
@@ -133,11 +148,10 @@ def timer_wait_tables(emulated: Path, simulated: Path, setups: list[str], consol
         caption="silence share: of the connections' time, the silence before their timer retransmissions; "
         "backed off: of that silence, the waits after a timer's retransmission that was lost too",
     )
-    for setup in setups:
-        if not (emulated / setup / CAPTURE_DIR).is_dir():
+    for setup, (emu, sim) in runs.items():
+        if not (emu.path / CAPTURE_DIR).is_dir():
             continue
-        emu, sim = load(emulated / setup), load(simulated / setup)
-        connections = flow_connections(emulated / setup, emulated / setup / CAPTURE_DIR)
+        connections = flow_connections(emu.path, emu.path / CAPTURE_DIR)
         waits = last_attempts(reducer_waits(connections).reset_index()).set_index("task_id").timer_wait_s
         side = pd.DataFrame({"excess": reducer_shuffle_s(emu) - reducer_shuffle_s(sim), "waiting": waits}).dropna()
         none, some = side[side.waiting == 0], side[side.waiting > 0]
@@ -202,9 +216,12 @@ def main() -> None:
         emulated, simulated, setups = run_both(args.scenario, setups_wanted, out, args.capture_packets)
     console = Console(width=160)  # the tables' columns whole, also into a file
     makespan_table(emulated, simulated, setups, console)
-    phase_table(emulated, simulated, setups, console).to_csv(out / "sim_vs_emu_phases.csv")
+    runs = {setup: (load(emulated / setup), load(simulated / setup)) for setup in setups}
+    phase_table(runs, console).to_csv(out / "sim_vs_emu_phases.csv")
     console.print(f"phases side by side: {out / 'sim_vs_emu_phases.csv'}")
-    timer_wait_tables(emulated, simulated, setups, console)
+    jobs_apart_table(runs, console).to_csv(out / "sim_vs_emu_jobs_apart.csv")
+    console.print(f"jobs apart: {out / 'sim_vs_emu_jobs_apart.csv'}")
+    timer_wait_tables(runs, console)
 
 
 if __name__ == "__main__":

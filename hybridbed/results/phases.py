@@ -235,3 +235,24 @@ def last_job_phases(run: RunResults) -> pd.Series:
     phases = job_phases(run)
     last = phases.finish_s.idxmax()
     return pd.concat([pd.Series({"job": last}), phases.loc[last, ["arrival_s", *JOB_PHASES, "finish_s"]]])
+
+
+def jobs_apart(first: RunResults, second: RunResults, count: int, names: tuple[str, str]) -> pd.DataFrame:
+    """The `count` jobs whose JCT differs most between two runs of one scenario (emulated and simulated, or two
+    policies), largest difference first: each run's JCT and phases side by side (columns "<measure> <name>"),
+    their `jct_rank` in each run (1: the fastest) and `jct_difference_s` (second - first). A median of few jobs
+    moves by a whole gap when one job passes it; these are the jobs to trace first."""
+    runs = [job_phases(run) for run in (first, second)]
+    jobs = runs[0].index.intersection(runs[1].index)
+    side = {}
+    for name, phases in zip(names, runs, strict=True):
+        phases = phases.loc[jobs]
+        jct = phases.finish_s - phases.arrival_s
+        side[f"jct_s {name}"] = jct
+        side[f"jct_rank {name}"] = jct.rank(method="first").astype(int)
+        for phase in JOB_PHASES:
+            side[f"{phase} {name}"] = phases[phase]
+    apart = pd.DataFrame(side)
+    apart["jct_difference_s"] = apart[f"jct_s {names[1]}"] - apart[f"jct_s {names[0]}"]
+    order = apart.jct_difference_s.abs().sort_values(ascending=False, kind="stable").index
+    return apart.loc[order[:count]]

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from hybridbed.results.load import RunResults
-from hybridbed.results.phases import job_phases, last_job_phases, phase_measures
+from hybridbed.results.phases import job_phases, jobs_apart, last_job_phases, phase_measures
 
 
 def task(task_id, job, kind, start, finish, attempt=0):
@@ -97,6 +97,20 @@ def test_a_jobs_phases_run_from_arrival_to_first_start_to_last_map_to_last_fetch
     # no reducer: no shuffle tail, nothing after the maps
     assert (j1.wait_s, j1.map_s, j1.shuffle_tail_s, j1.reduce_s) == (1.0, 5.0, 0.0, 0.0)
     assert last_job_phases(two_job_run())["job"] == "j0"
+
+
+def test_the_jobs_apart_come_largest_jct_difference_first_with_each_runs_rank():
+    first, second = two_job_run(), two_job_run()
+    jobs = second.jobs.copy()
+    jobs.loc[jobs.job_id == "j1", ["finish_s", "jct_s"]] = [16.0, 13.0]  # 7 s later: now the slower job
+    jobs.loc[jobs.job_id == "j0", ["finish_s", "jct_s"]] = [12.0, 12.0]  # 1 s later
+    second.tables["jobs"] = jobs
+    apart = jobs_apart(first, second, 2, ("a", "b"))
+    assert list(apart.index) == ["j1", "j0"]
+    assert list(apart.jct_difference_s) == [7.0, 1.0]
+    assert (apart.loc["j1", "jct_rank a"], apart.loc["j1", "jct_rank b"]) == (1, 2)
+    assert apart.loc["j1", "reduce_s b"] == 7.0  # no reducer: all of the 7 s after its map
+    assert list(jobs_apart(first, second, 1, ("a", "b")).index) == ["j1"]
 
 
 def test_measures_split_a_reducer_into_shuffle_and_compute_and_rate_fetches_by_path():
