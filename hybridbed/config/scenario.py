@@ -230,7 +230,10 @@ class Scenario(_Strict):
     backend: Literal["emulation", "simulation"] = Field(
         default="emulation", description="emulation: Mininet, OVS, os-ken, real TCP; simulation: the flow-level model"
     )
-    seed: int = Field(default=1, description="draws the workload and replica placement: a run is reproducible from it")
+    seed: int = Field(
+        default=1,
+        description="draws the workload, replica placement and the reducers' choice of map hosts: a run is reproducible from it",
+    )
     scale: float = Field(
         default=1.0,
         gt=0,

@@ -405,6 +405,7 @@ class SchedulerServer:
             }
         else:
             message["n_sources"] = len(self.cluster.jobs[task.job_id].sources_of(task))
+            message["seed"] = self.scenario.seed  # its fetchers draw their hosts from it (workers/shuffle.py)
         return message
 
     def _consumers(self, task: Task) -> list[Task]:

@@ -59,7 +59,7 @@ from hybridbed.simulator.fabric import MBPS_TO_BYTES_S, FabricLinks, SimulatedOc
 from hybridbed.simulator.fairshare import RateSolver
 from hybridbed.simulator.flows import FINISH_TOLERANCE_S, Flow, FlowTable
 from hybridbed.workers.host_share import HostShare
-from hybridbed.workers.shuffle import GroupTally, ShuffleFetches
+from hybridbed.workers.shuffle import GroupTally, ShuffleFetches, fetch_order
 
 LOOPBACK_BYTES_S = 10e9  # a reducer reading its own host's map output: a local copy, not a link
 # Flows end on the clock's ticks (flows.csv's resolution): the next end is put off to the next tick. Two
@@ -328,7 +328,9 @@ class Simulation:
             self._compute_and_write(task, task.attempt)
         else:
             sources = len(self.cluster.jobs[task.job_id].sources_of(task))
-            plan = ShuffleFetches(clock=lambda: self.now)
+            plan = ShuffleFetches(
+                clock=lambda: self.now, rng=fetch_order(self.scenario.seed, task.task_id, task.attempt)
+            )
             fetches = self._reduces[task.task_id] = ReduceFetches(task, task.attempt, sources, plan)
             if self.elephants_wait:  # its waiting bytes per map rack: what a dark pair's elephants queue
                 fetches.plan.tally = GroupTally(self.cluster.rack_of.__getitem__, fetches.sizes.__getitem__)

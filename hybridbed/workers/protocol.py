@@ -62,6 +62,7 @@ class TaskDescription(TypedDict):
     share: NotRequired[Share]  # it starts below its demand
     input: NotRequired[MapInput]  # a root stage's task: its input block
     n_sources: NotRequired[int]  # a task with parents: how many parent outputs it fetches
+    seed: NotRequired[int]  # a task with parents: the run's seed, from which its fetchers draw their hosts
 
 
 class StoredBlock(TypedDict):

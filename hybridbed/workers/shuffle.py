@@ -3,8 +3,10 @@ shared by the emulated workers and the simulator.
 
 Hadoop's reducer (ShuffleSchedulerImpl and its Fetcher threads) runs `mapreduce.reduce.shuffle.parallelcopies`
 fetchers. A fetcher takes a host that has completed map outputs for the reducer and no other fetcher on it,
-and copies up to MAX_MAPS_AT_ONCE of that host's outputs over one connection, one after the other; outputs
-that complete later on the same host go over a later connection. So a reducer holds at most one
+drawn at random among all such hosts (ShuffleSchedulerImpl.getHost), and copies up to MAX_MAPS_AT_ONCE of that
+host's outputs over one connection, one after the other; outputs that complete later on the same host go over
+a later connection. The draw spreads a job's reducers over its map hosts: taken in the order the outputs were
+announced, every reducer would start at the same few hosts when many maps end together. So a reducer holds at most one
 connection per map host and at most PARALLEL_FETCHES in all, however many maps its job has. A connection that
 breaks penalizes its host: no fetcher takes the host again until the penalty is over (ShuffleSchedulerImpl's
 copyFailed), however soon its outputs could be copied.
@@ -12,11 +14,11 @@ copyFailed), however soon its outputs could be copied.
 
 from __future__ import annotations
 
-import heapq
+import bisect
 import itertools
-import math
+import random
 import time
-from collections.abc import Callable, Collection, Container, Hashable, Iterator
+from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass, field
 
 from hybridbed.config.constants import PARALLEL_FETCHES
@@ -31,6 +33,12 @@ PENALTY_GROWTH = 1.3
 MAX_PENALTY_S = 60.0
 
 
+def fetch_order(seed: int, task_id: str, attempt: int) -> random.Random:
+    """The draws of one reducer attempt's fetchers: fixed by the run's seed and the attempt, so that a simulated
+    run is reproducible to the byte and a rerun reducer draws afresh."""
+    return random.Random(f"{seed}/{task_id}/{attempt}")
+
+
 def penalty_s(failures: int) -> float:
     """How long a host is penalized after a connection broke copying an output that has now failed `failures`
     times."""
@@ -43,6 +51,35 @@ class Connection:
 
     host: str
     sources: tuple[str, ...]
+
+
+class HostPool:
+    """Hosts to draw from at random: a list, and each host's place in it (a host leaves by swapping with the
+    last), so that adding, removing and drawing take constant time however many map hosts a job has."""
+
+    def __init__(self) -> None:
+        self.hosts: list[str] = []
+        self._at: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.hosts)
+
+    def __contains__(self, host: object) -> bool:
+        return host in self._at
+
+    def add(self, host: str) -> None:
+        if host not in self._at:
+            self._at[host] = len(self.hosts)
+            self.hosts.append(host)
+
+    def discard(self, host: str) -> None:
+        at = self._at.pop(host, None)
+        if at is None:
+            return
+        last = self.hosts.pop()
+        if last != host:
+            self.hosts[at] = last
+            self._at[last] = at
 
 
 @dataclass(frozen=True)
@@ -68,11 +105,11 @@ class ShuffleFetches:
     failures: dict[str, int] = field(default_factory=dict)  # parent task -> its failed copies, until one succeeds
     penalized: dict[str, float] = field(default_factory=dict)  # host -> when its penalty is over
     waiting_by_group: dict[Hashable, int] = field(default_factory=dict)  # bytes of the outputs waiting, per group
+    # which host a free fetcher takes; callers seed it per reducer attempt (`fetch_order`)
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
     _waiting: dict[str, dict[str, None]] = field(default_factory=dict)  # host -> its outputs to fetch, in order
-    # with a tally: each waiting host's place in `_waiting`'s order, and the waiting hosts of each group in it
-    _place: dict[str, int] = field(default_factory=dict)
-    _group_hosts: dict[Hashable, dict[str, None]] = field(default_factory=dict)
-    _places: Iterator[int] = field(default_factory=itertools.count)
+    # the hosts with outputs waiting and no connection, per group (all in group None without a tally)
+    _free: dict[Hashable, HostPool] = field(default_factory=dict)
 
     def announce(self, source: str, host: str) -> None:
         """A parent's output is on `host` (again, when the parent ran once more elsewhere)."""
@@ -88,59 +125,57 @@ class ShuffleFetches:
         if not self._on_connection(source):
             self._wait(host, source)
 
-    def open(self, backing_off: Container[str] = ()) -> list[Connection]:
-        """The connections to open now: hosts with outputs waiting, no connection, no penalty and not
-        `backing_off` (out of reach for now), in the order their first output was announced, while fewer than
-        `parallel` are open."""
+    def open(self) -> list[Connection]:
+        """The connections to open now, while fewer than `parallel` are open: each free fetcher draws a host
+        with outputs waiting, no connection and no penalty."""
+        return self._connect(self._draw(()))
+
+    def open_passing_over(self, dark: Collection[Hashable]) -> tuple[list[Connection], list[Hashable]]:
+        """As `open`, passing over the hosts of the `dark` groups (their outputs cannot be copied for now); also
+        those of the dark groups a fetcher could have drawn a host of (a host with outputs waiting, no
+        connection and no penalty), in the order the groups first had outputs waiting. Drawing at random, the
+        reducer's fetchers meet every such group: the reducer waits for each of them."""
+        if self.tally is None:
+            raise ValueError("open_passing_over needs a tally: it passes over hosts by their group")
+        if len(self.in_flight) >= self.parallel:
+            return [], []
+        penalized = self._penalized_now()
+        passed = [
+            group
+            for group, pool in self._free.items()
+            if group in dark and (not penalized or any(host not in penalized for host in pool.hosts))
+        ]
+        return self._connect(self._draw(dark)), passed
+
+    def _draw(self, dark: Collection[Hashable]) -> list[str]:
+        """Up to the free fetchers' number of hosts, drawn without replacement and uniformly from the free hosts
+        of the groups not `dark` that are not penalized, in the order the fetchers draw them."""
         room = self.parallel - len(self.in_flight)
         if room <= 0:
             return []
-        hosts = []
+        pools = [pool.hosts for group, pool in self._free.items() if group not in dark and pool]
         penalized = self._penalized_now()
-        for host in self._waiting:
-            if host not in self.in_flight and host not in penalized and host not in backing_off:
-                hosts.append(host)
-                if len(hosts) == room:
-                    break
-        return self._connect(hosts)
-
-    def open_passing_over(self, dark: Collection[Hashable]) -> tuple[list[Connection], list[Hashable]]:
-        """As `open`, passing over the hosts of the `dark` groups; also the dark groups a walk in `open`'s order
-        would have passed a host of before it was done, in the order it would have met them. The walk itself
-        is not taken: a reducer waiting for circuits has most of its map hosts behind dark pairs, and `open`
-        asked after each of them at every call. Each group's own hosts are in that order, so the hosts to
-        open are the first `room` among the first `room` of every other group."""
-        if self.tally is None:
-            raise ValueError("open_passing_over needs a tally: it passes over hosts by their group")
-        room = self.parallel - len(self.in_flight)
-        if room <= 0:
-            return [], []
-        in_flight, place, penalized = self.in_flight, self._place, self._penalized_now()
-        dark_firsts = []  # (place, group): each dark group's first host without a connection
-        candidates = []  # (place, host): each other group's first `room` hosts without a connection
-        for group, hosts in self._group_hosts.items():
-            passed_over = group in dark
-            taken = 0
-            for host in hosts:
-                if host in in_flight or host in penalized:
-                    continue
-                if passed_over:
-                    dark_firsts.append((place[host], group))
-                    break
-                candidates.append((place[host], host))
-                taken += 1
-                if taken == room:
-                    break
-        chosen = [host for _, host in heapq.nsmallest(room, candidates)]
-        walked_to = place[chosen[-1]] if len(chosen) == room else math.inf
-        passed = [group for at, group in sorted(dark_firsts) if at < walked_to]
-        return self._connect(chosen), passed
+        if penalized:  # rare: only after a broken connection
+            pools = [[host for host in hosts if host not in penalized] for hosts in pools]
+        if len(pools) == 1:
+            hosts = pools[0]
+            return self.rng.sample(hosts, room) if room < len(hosts) else list(hosts)
+        bounds = list(itertools.accumulate(map(len, pools)))
+        total = bounds[-1] if bounds else 0
+        if room >= total:
+            return [host for hosts in pools for host in hosts]
+        drawn = []
+        for at in self.rng.sample(range(total), room):  # an index into the pools laid end to end
+            which = bisect.bisect_right(bounds, at)
+            drawn.append(pools[which][at - (bounds[which - 1] if which else 0)])
+        return drawn
 
     def _connect(self, hosts: list[str]) -> list[Connection]:
         opened = []
         for host in hosts:
             sources = tuple(itertools.islice(self._waiting[host], self.per_connection))
             self._unwait(host, sources)
+            self._leave_free(host)
             connection = self.in_flight[host] = Connection(host, sources)
             opened.append(connection)
         return opened
@@ -149,6 +184,8 @@ class ShuffleFetches:
         """The connection copied all its outputs."""
         del self.in_flight[connection.host]
         self._fetched(connection.sources)
+        if connection.host in self._waiting:  # outputs that completed there since: a fetcher may draw it again
+            self._free_up(connection.host)
 
     def failed(self, connection: Connection, copied: int = 0) -> float:
         """The connection broke after copying its first `copied` outputs whole: those are fetched (Hadoop's
@@ -158,6 +195,8 @@ class ShuffleFetches:
         ends with the shortest of theirs, the same on a first failure). Returns when the penalty is over."""
         del self.in_flight[connection.host]
         self._fetched(connection.sources[:copied])
+        if connection.host in self._waiting:
+            self._free_up(connection.host)
         for source in connection.sources[copied:]:
             self._wait(self.location[source], source)
         failing = connection.sources[min(copied, len(connection.sources) - 1)]
@@ -184,9 +223,8 @@ class ShuffleFetches:
         waiting = self._waiting.get(host)
         if waiting is None:
             waiting = self._waiting[host] = {}
-            if self.tally is not None:
-                self._place[host] = next(self._places)
-                self._group_hosts.setdefault(self.tally.group_of(host), {})[host] = None
+            if host not in self.in_flight:
+                self._free_up(host)
         if source in waiting:  # told again: it keeps its place
             return
         waiting[source] = None
@@ -206,12 +244,26 @@ class ShuffleFetches:
             self.waiting_by_group[group] -= sum(map(self.tally.size_of, sources))
         if not waiting:  # a host with nothing waiting is not offered to a fetcher
             del self._waiting[host]
-            if self.tally is not None:
-                del self._place[host]
-                hosts = self._group_hosts[group]
-                del hosts[host]
-                if not hosts:
-                    del self._group_hosts[group]
+            self._leave_free(host)
+
+    def _group(self, host: str) -> Hashable:
+        return None if self.tally is None else self.tally.group_of(host)
+
+    def _free_up(self, host: str) -> None:
+        """The host has outputs waiting and no connection: a fetcher may draw it."""
+        group = self._group(host)
+        pool = self._free.get(group)
+        if pool is None:
+            pool = self._free[group] = HostPool()
+        pool.add(host)
+
+    def _leave_free(self, host: str) -> None:
+        group = self._group(host)
+        pool = self._free.get(group)
+        if pool is not None and host in pool:
+            pool.discard(host)
+            if not pool:  # only groups with free hosts are looked at when fetchers draw
+                del self._free[group]
 
     def _on_connection(self, source: str) -> bool:
         return any(source in c.sources for c in self.in_flight.values())

@@ -40,7 +40,7 @@ from pathlib import Path
 from hybridbed.config.constants import HDFS_READ_TIMEOUT_S, SHUFFLE_READ_TIMEOUT_S
 from hybridbed.workers.fetch import Fetch, FetchError, fetch
 from hybridbed.workers.pacing import Pacer, Rate, Rates, write_bytes
-from hybridbed.workers.shuffle import Connection, ShuffleFetches
+from hybridbed.workers.shuffle import Connection, ShuffleFetches, fetch_order
 
 _stdout_lock = threading.Lock()  # compute reports from a thread of its own
 
@@ -199,15 +199,15 @@ def _fetch_from_any(sources: list[dict], path: str, rate_bps: float | None, live
 
 def run_reduce(task: dict, data_dir: Path, notices: queue.Queue[dict], speed: Speed, rates: Rates) -> dict:
     """Fetch the partition of every parent task as their locations arrive, as Hadoop's shuffle does
-    (workers/shuffle.py: one connection per host with outputs, up to PARALLEL_FETCHES at once, all held
-    to the task's rate together), then compute while writing.
+    (workers/shuffle.py: one connection per host with outputs, up to PARALLEL_FETCHES at once, each host drawn
+    at random among those waiting, all held to the task's rate together), then compute while writing.
 
     A failed connection's outputs are fetched again from the latest location announced for each, its host
     once its penalty is over (workers/shuffle.py): a congested path can stall a transfer past the read timeout
     while both hosts are fine, and when a host is lost the scheduler re-runs its tasks and announces the new
     location."""
     n_sources = task["n_sources"]
-    plan = ShuffleFetches()
+    plan = ShuffleFetches(rng=fetch_order(task["seed"], task["task_id"], task["attempt"]))
     latest: dict[str, dict] = {}
     fetched_bytes = 0
     results: queue.Queue[tuple[Connection, dict | Broken | Exception]] = queue.Queue()

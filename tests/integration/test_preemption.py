@@ -144,6 +144,7 @@ def fetch_big_block(channel: Channel, task_id: str, output_bytes: int, rate_bps:
                 "disk_read_bps": None,
                 "disk_write_bps": None,
                 "n_sources": 1,
+                "seed": 1,
             },
         }
     )

@@ -17,6 +17,8 @@ from hybridbed.workers.fetch import Fetch, FetchError
 def instant_task(**fields: object) -> dict:
     """A task's message with no compute and a 10-byte output, plus `fields` (its sources or its input block)."""
     return {
+        "task_id": "j0-r0",
+        "attempt": 0,
         "compute_s": 0,
         "compute_mode": "sleep",
         "output_dir": "out",
@@ -48,7 +50,7 @@ def test_a_stalled_connection_is_retried_after_its_hosts_penalty_and_a_host_serv
     for index, host in enumerate(["h1", "h1", "h2"]):
         ip = f"10.0.0.{host[1]}"
         notices.put({"source": f"m{index}", "ip": ip, "host": host, "path": f"m{index}"})
-    reduce = instant_task(n_sources=3)
+    reduce = instant_task(n_sources=3, seed=1)
     totals = task_module.run_reduce(reduce, tmp_path, notices, task_module.Speed(1.0), task_module.Rates(reduce))
     assert totals["fetched_bytes"] == 300
     assert connections.count(("10.0.0.1", ["m0", "m1"])) == 1  # both of h1's outputs over one connection
@@ -91,7 +93,7 @@ def test_a_broken_connection_keeps_the_outputs_it_copied_whole_and_fetches_only_
     notices: queue.Queue[dict] = queue.Queue()
     for source in ("m0", "m1"):
         notices.put({"source": source, "ip": "10.0.0.1", "host": "h1", "path": source})
-    reduce = instant_task(n_sources=2)
+    reduce = instant_task(n_sources=2, seed=1)
     totals = task_module.run_reduce(reduce, tmp_path, notices, task_module.Speed(1.0), task_module.Rates(reduce))
     assert connections == [["m0", "m1"], ["m1"]]  # m0 was copied whole before the connection broke
     assert totals["fetched_bytes"] == 200

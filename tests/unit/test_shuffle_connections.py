@@ -4,8 +4,10 @@ backends making one connection per map host."""
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +30,7 @@ from hybridbed.workers.shuffle import (
     Connection,
     GroupTally,
     ShuffleFetches,
+    fetch_order,
     penalty_s,
 )
 
@@ -44,21 +47,57 @@ def announced(outputs: dict[str, int]) -> ShuffleFetches:
 
 
 def test_one_connection_per_host_copies_up_to_twenty_outputs_and_five_are_open_at_most():
-    plan = announced({"h0": 45, "h1": 3, "h2": 1, "h3": 1, "h4": 1, "h5": 1})
+    counts = {"h0": 45, "h1": 3, "h2": 1, "h3": 1, "h4": 1, "h5": 1}
+    plan = announced(counts)
     first = plan.open()
-    assert [c.host for c in first] == ["h0", "h1", "h2", "h3", "h4"]  # five at once, in announcement order
-    assert len(first[0].sources) == MAX_OUTPUTS_PER_CONNECTION == 20 and len(first[1].sources) == 3
+    assert len(first) == 5 and len({c.host for c in first}) == 5  # five at once, one per host
+    assert all(len(c.sources) == min(counts[c.host], MAX_OUTPUTS_PER_CONNECTION) for c in first)
     assert plan.open() == []  # all five busy
-    plan.done(first[0])
-    second = plan.open()
-    assert [(c.host, len(c.sources)) for c in second] == [("h0", 20)]  # h0 again before h5: it was first
-    for connection in (*first[1:], *second):
-        plan.done(connection)
-    rest = plan.open()
-    assert sorted((c.host, len(c.sources)) for c in rest) == [("h0", 5), ("h5", 1)]
-    for connection in rest:
-        plan.done(connection)
-    assert len(plan.fetched) == 52 and not plan.in_flight and plan.open() == []
+    copied: dict[str, list[int]] = {}
+    while plan.in_flight:
+        for connection in list(plan.in_flight.values()):
+            copied.setdefault(connection.host, []).append(len(connection.sources))
+            plan.done(connection)
+        plan.open()
+    assert copied == {"h0": [20, 20, 5], **{host: [counts[host]] for host in counts if host != "h0"}}
+    assert len(plan.fetched) == 52 and plan.open() == []
+
+
+def test_each_free_fetcher_draws_a_waiting_host_at_random_so_reducers_spread_over_map_hosts():
+    """Hadoop's ShuffleSchedulerImpl.getHost: of ten hosts announced in one order, each comes first about as
+    often (taken in announcement order, h0 always would), also when the hosts' groups differ in size."""
+    firsts = Counter()
+    for seed in range(2000):
+        plan = ShuffleFetches(parallel=1, rng=random.Random(seed))
+        for i in range(10):
+            plan.announce(f"m{i}", f"h{i}")
+        firsts[plan.open()[0].host] += 1
+    assert set(firsts) == {f"h{i}" for i in range(10)} and all(140 <= n <= 260 for n in firsts.values())
+    group = {"h0": "r0", **{f"h{i}": "r1" for i in range(1, 10)}}  # one host against nine
+    firsts.clear()
+    for seed in range(2000):
+        plan = ShuffleFetches(parallel=1, tally=GroupTally(group.__getitem__, lambda _: 1), rng=random.Random(seed))
+        for host in group:
+            plan.announce(f"{host}-m0", host)
+        firsts[plan.open_passing_over(())[0][0].host] += 1
+    assert all(140 <= n <= 260 for n in firsts.values()) and len(firsts) == 10  # h0 a tenth, not a half
+
+
+def test_a_reducer_attempts_draws_follow_from_the_runs_seed():
+    def hosts_in_order(rng: random.Random) -> list[str]:
+        plan = ShuffleFetches(parallel=1, rng=rng)
+        for i in range(10):
+            plan.announce(f"m{i}", f"h{i}")
+        order = []
+        while len(plan.fetched) < 10:
+            (connection,) = plan.open()
+            order.append(connection.host)
+            plan.done(connection)
+        return order
+
+    assert hosts_in_order(fetch_order(1, "j0-r0", 0)) == hosts_in_order(fetch_order(1, "j0-r0", 0))
+    others = [hosts_in_order(fetch_order(seed, "j0-r0", attempt)) for seed in (1, 2) for attempt in (0, 1)]
+    assert len({tuple(order) for order in others}) == 4  # another seed or attempt, another order
 
 
 class Clock:
@@ -128,14 +167,19 @@ def test_a_reducer_waiting_for_circuits_passes_over_a_penalized_host_until_its_p
     plan = ShuffleFetches(parallel=1, tally=GroupTally(group.__getitem__, lambda output: 1), clock=clock)
     for host in group:
         plan.announce(f"{host}-m0", host)
-    (connection,) = plan.open_passing_over({1})[0]
-    assert connection.host == "h0"
+    (connection,), passed = plan.open_passing_over({1})
+    assert connection.host in ("h0", "h1") and passed == [1]  # h2 is behind a dark pair: the reducer waits for it
+    first, other = connection.host, {"h0": "h1", "h1": "h0"}[connection.host]
     plan.failed(connection)
-    assert plan.open_passing_over({1}) == ([Connection("h1", ("h1-m0",))], [])  # h0 is passed over
-    plan.done(plan.in_flight["h1"])
-    assert plan.open_passing_over({1}) == ([], [1])  # h0 penalized, h2 behind a dark pair
-    clock.now = penalty_s(1)  # h0 waits again behind h2, so the walk passes h2's dark group on its way
-    assert plan.open_passing_over({1}) == ([Connection("h0", ("h0-m0",))], [1])
+    assert plan.open_passing_over({1}) == ([Connection(other, (f"{other}-m0",))], [1])  # `first` is penalized
+    plan.done(plan.in_flight[other])
+    assert plan.open_passing_over({1}) == ([], [1])  # `first` penalized, h2 behind a dark pair
+    clock.now = penalty_s(1)
+    assert plan.open_passing_over({1}) == ([Connection(first, (f"{first}-m0",))], [1])
+    plan.done(plan.in_flight[first])
+    (connection,), _ = plan.open_passing_over(())  # the pair lit: h2's output is copied, and its connection breaks
+    plan.failed(connection)
+    assert plan.open_passing_over({1}) == ([], [])  # dark again, and its one host penalized: nothing waits on it
 
 
 def test_the_bytes_waiting_per_group_follow_every_announcement_connection_and_failure():
@@ -177,20 +221,6 @@ def test_the_bytes_waiting_per_group_follow_every_announcement_connection_and_fa
     assert set(plan.waiting_by_group.values()) == {0}
 
 
-class _NotingDarkHosts:
-    """What `open_passing_over` replaces: a container of the hosts of dark groups that notes each group the
-    first time `open`'s walk asks about one of its hosts."""
-
-    def __init__(self, group_of: dict[str, int], dark: set[int]) -> None:
-        self.group_of, self.dark, self.noted = group_of, dark, []
-
-    def __contains__(self, host: object) -> bool:
-        group = self.group_of[str(host)]
-        if group in self.dark and group not in self.noted:
-            self.noted.append(group)
-        return group in self.dark
-
-
 HOSTS = [f"h{i}" for i in range(12)]
 STEPS = st.lists(
     st.one_of(
@@ -205,33 +235,58 @@ STEPS = st.lists(
 
 
 @settings(max_examples=300, deadline=None)
-@given(steps=STEPS, parallel=st.integers(1, 3), per_connection=st.integers(1, 3))
-def test_passing_over_dark_groups_opens_and_notes_what_the_walk_would(steps, parallel, per_connection):
-    """Two reducers told the same announcements, connections done and failed, hosts penalized: one opens with
-    the walk over every waiting host, the other with the groups' merged host lists; the same connections
-    open, and the same dark groups are noted, in the same order."""
+@given(steps=STEPS, parallel=st.integers(1, 3), per_connection=st.integers(1, 3), seed=st.integers(0, 3))
+def test_passing_over_dark_groups_opens_what_a_fetcher_may_draw_and_notes_the_groups_it_waits_for(
+    steps, parallel, per_connection, seed
+):
+    """After announcements, connections done and failed and hosts penalized, in any order: every opening
+    fills the free fetchers from the hosts a fetcher may draw (outputs waiting, no connection, no penalty,
+    not behind a dark pair), one connection per host with its first outputs, and notes exactly the dark
+    groups that hold such a host; the bytes waiting per group stay those of the outputs left to copy."""
     group_of = {host: int(host[1:]) % 4 for host in HOSTS}
-    tally = GroupTally(group_of.__getitem__, lambda output: 1)
     clock = Clock()
-    walked, merged = (ShuffleFetches(parallel, per_connection, tally=tally, clock=clock) for _ in range(2))
+    plan = ShuffleFetches(
+        parallel, per_connection, tally=GroupTally(group_of.__getitem__, lambda output: 1), clock=clock
+    )
+    plan.rng = random.Random(seed)
     for step in steps:
         if step[0] == "wait":
             clock.now += step[1]
         elif step[0] == "announce":
-            for plan in (walked, merged):
-                plan.announce(f"m{step[1]}", step[2])
+            plan.announce(f"m{step[1]}", step[2])
         elif step[0] == "open":
-            dark_hosts = _NotingDarkHosts(group_of, step[1])
-            opened = walked.open(dark_hosts)
-            assert merged.open_passing_over(step[1]) == (opened, dark_hosts.noted)
-        elif walked.in_flight:
-            for plan in (walked, merged):
-                connection = list(plan.in_flight.values())[step[1] % len(plan.in_flight)]
-                if step[0] == "done":
-                    plan.done(connection)
-                else:
-                    plan.failed(connection)
-        assert walked.waiting_by_group == merged.waiting_by_group
+            on_connections = {source for c in plan.in_flight.values() for source in c.sources}
+            waiting: dict[str, set[str]] = {}
+            for source, host in plan.location.items():
+                if source not in plan.fetched and source not in on_connections:
+                    waiting.setdefault(host, set()).add(source)
+            penalized = {host for host, until in plan.penalized.items() if until > clock.now}
+            drawable = {host for host in waiting if host not in plan.in_flight and host not in penalized}
+            room = parallel - len(plan.in_flight)
+            opened, passed = plan.open_passing_over(step[1])
+            hosts = [c.host for c in opened]
+            allowed = {host for host in drawable if group_of[host] not in step[1]}
+            assert len(set(hosts)) == len(hosts) and set(hosts) <= allowed
+            assert len(hosts) == max(0, min(room, len(allowed)))
+            assert all(
+                set(c.sources) <= waiting[c.host] and len(c.sources) == min(per_connection, len(waiting[c.host]))
+                for c in opened
+            )
+            waited_for = {group_of[host] for host in drawable} & step[1] if room > 0 else set()
+            assert len(passed) == len(set(passed)) and set(passed) == waited_for
+        elif plan.in_flight:
+            connection = list(plan.in_flight.values())[step[1] % len(plan.in_flight)]
+            if step[0] == "done":
+                plan.done(connection)
+            else:
+                plan.failed(connection)
+        on_connections = {source for c in plan.in_flight.values() for source in c.sources}
+        left = Counter(
+            group_of[host]
+            for source, host in plan.location.items()
+            if source not in plan.fetched and source not in on_connections
+        )
+        assert {g: n for g, n in plan.waiting_by_group.items() if n} == dict(left)
 
 
 def test_connections_sharing_one_pacer_hold_the_task_to_its_rate_together():
