@@ -153,7 +153,7 @@ class ShuffleFetches:
         room = self.parallel - len(self.in_flight)
         if room <= 0:
             return []
-        pools = [pool.hosts for group, pool in self._free.items() if group not in dark and pool]
+        pools = [pool.hosts for group, pool in self._free.items() if group not in dark]  # none empty
         penalized = self._penalized_now()
         if penalized:  # rare: only after a broken connection
             pools = [[host for host in hosts if host not in penalized] for hosts in pools]
