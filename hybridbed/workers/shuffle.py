@@ -133,7 +133,7 @@ class ShuffleFetches:
     def open_passing_over(self, dark: Collection[Hashable]) -> tuple[list[Connection], list[Hashable]]:
         """As `open`, passing over the hosts of the `dark` groups (their outputs cannot be copied for now); also
         those of the dark groups a fetcher could have drawn a host of (a host with outputs waiting, no
-        connection and no penalty), in the order the groups first had outputs waiting. Drawing at random, the
+        connection and no penalty), in the order their free hosts came. Drawing at random, the
         reducer's fetchers meet every such group: the reducer waits for each of them."""
         if self.tally is None:
             raise ValueError("open_passing_over needs a tally: it passes over hosts by their group")
