@@ -182,10 +182,7 @@ class ShuffleFetches:
 
     def done(self, connection: Connection) -> None:
         """The connection copied all its outputs."""
-        del self.in_flight[connection.host]
-        self._fetched(connection.sources)
-        if connection.host in self._waiting:  # outputs that completed there since: a fetcher may draw it again
-            self._free_up(connection.host)
+        self._close(connection, len(connection.sources))
 
     def failed(self, connection: Connection, copied: int = 0) -> float:
         """The connection broke after copying its first `copied` outputs whole: those are fetched (Hadoop's
@@ -193,16 +190,20 @@ class ShuffleFetches:
         The output it was copying counts a failure, and its host is penalized for `penalty_s` of that output's
         failures (Hadoop counts every output of a connection that never connected; the host's penalty then
         ends with the shortest of theirs, the same on a first failure). Returns when the penalty is over."""
-        del self.in_flight[connection.host]
-        self._fetched(connection.sources[:copied])
-        if connection.host in self._waiting:
-            self._free_up(connection.host)
+        self._close(connection, copied)
         for source in connection.sources[copied:]:
             self._wait(self.location[source], source)
         failing = connection.sources[min(copied, len(connection.sources) - 1)]
         failures = self.failures[failing] = self.failures.get(failing, 0) + 1
         until = self.penalized[connection.host] = self.clock() + penalty_s(failures)
         return until
+
+    def _close(self, connection: Connection, copied: int) -> None:
+        """The connection is over, its first `copied` outputs fetched."""
+        del self.in_flight[connection.host]
+        self._fetched(connection.sources[:copied])
+        if connection.host in self._waiting:  # outputs that completed there since: a fetcher may draw it again
+            self._free_up(connection.host)
 
     def _fetched(self, sources: tuple[str, ...]) -> None:
         self.fetched.update(sources)
