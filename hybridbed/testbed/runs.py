@@ -15,8 +15,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import psutil
-
 STATE_ROOT = Path(os.environ.get("HYBRIDBED_STATE_ROOT", "/run/hybridbed"))
 
 
@@ -26,8 +24,13 @@ def start_ticks(pid: int) -> int:
     whenever the clock is set (NTP, a virtual machine resumed), by a whole second even for a small step (the
     kernel gives it in whole seconds): a step made a run's watchdog take its live owner for gone and remove the
     run under it (docs/reliability.md)."""
+    return int(_stat_fields(pid)[19])
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """/proc/<pid>/stat's fields after the command name (which may hold spaces), from the 3rd on: state, ppid..."""
     stat = Path(f"/proc/{pid}/stat").read_text()
-    return int(stat[stat.rindex(")") + 2 :].split()[19])  # fields after the command name, from the 3rd on
+    return stat[stat.rindex(")") + 2 :].split()
 
 
 @dataclass
@@ -41,10 +44,10 @@ class ProcessRecord:
     def is_alive(self) -> bool:
         """True while this very process runs (a zombie has ended; it only awaits its parent)."""
         try:
-            alive = psutil.Process(self.pid).status() != psutil.STATUS_ZOMBIE
-            return alive and start_ticks(self.pid) == self.start_ticks
-        except (psutil.Error, OSError):  # gone (its /proc entry with it)
+            fields = _stat_fields(self.pid)
+        except OSError:  # gone (its /proc entry with it)
             return False
+        return fields[0] not in ("Z", "X") and int(fields[19]) == self.start_ticks  # Z: zombie, X: dead
 
 
 @dataclass

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import asdict
 
 import psutil
@@ -74,3 +75,17 @@ def test_a_record_is_not_taken_for_another_process_on_the_same_pid():
     ticks = start_ticks(ended.pid)
     ended.wait()
     assert not ProcessRecord(ended.pid, ticks, "worker").is_alive()
+
+
+def test_a_process_that_ended_unreaped_is_not_alive():
+    """A zombie keeps its pid and its start until its parent reaps it, but has ended."""
+    ended = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    record = ProcessRecord(ended.pid, start_ticks(ended.pid), "worker")
+    assert record.is_alive()  # it runs until its input closes
+    ended.stdin.close()
+    process, deadline = psutil.Process(ended.pid), time.monotonic() + 10
+    while process.status() != psutil.STATUS_ZOMBIE:  # ended, not yet reaped (Popen reaps only when asked)
+        assert time.monotonic() < deadline, "the child did not end"
+        time.sleep(0.01)
+    assert not record.is_alive()
+    ended.wait()
