@@ -12,6 +12,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 from hybridbed.config.servers import ServerSpec
@@ -57,16 +58,25 @@ def clean_run(manifest: RunManifest) -> list[str]:
             done.append(f"removed cgroup {path}")
     done += [_clean_remote_part(part) for part in manifest.remote_parts]
     if Path(manifest.state_dir).exists() and not namespace_left:
-        shutil.rmtree(manifest.state_dir, onerror=_unless_already_gone)
+        _remove_tree(Path(manifest.state_dir))
         done.append(f"removed {manifest.state_dir}")
     return done
 
 
-def _unless_already_gone(function: object, path: str, exc_info: tuple) -> None:
-    """rmtree's error handler: an entry that another cleanup of the same run (`hybridbed clean --force`, the
-    watchdog) removed first is gone, as wanted; any other error stands."""
-    if not issubclass(exc_info[0], FileNotFoundError):
-        raise exc_info[1]
+def _remove_tree(path: Path) -> None:
+    """Remove the directory tree; an entry that another cleanup of the same run (`hybridbed clean --force`,
+    the watchdog) removed first is gone, as wanted, and any other error stands. (rmtree's error handler is
+    `onexc` from Python 3.12, which deprecates `onerror`.)"""
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=_unless_already_gone)
+    else:
+        shutil.rmtree(path, onerror=lambda function, entry, info: _unless_already_gone(function, entry, info[1]))
+
+
+def _unless_already_gone(function: object, path: str, error: BaseException) -> None:
+    """The tree removal's error handler: a missing entry is what the removal wanted; any other error stands."""
+    if not isinstance(error, FileNotFoundError):
+        raise error
 
 
 def _clean_remote_part(part: dict) -> str:
