@@ -17,7 +17,8 @@ are dropped every SHRINK_EVERY computations), and the merged rows, with a hash t
 cap) to row, so a computation regroups only the classes whose path or cap changed, and each row's flows, so
 it recounts only the classes whose flows changed. Each link's rows and the flows they put on it are kept up
 to date as rows are added and recounted, so a solve over the rows does not list them again (a link's flows
-are whole numbers, so the sums kept are exact and the rates the same as from lists made afresh). Where the
+are whole numbers, so the sums kept are exact and the rates the same as from lists made afresh), and each link's
+classes, so a link kept or dropped has its classes regrouped without a pass over all of them. Where the
 relaxation merges little (rack-local flows fill their NICs, as under JobPacker, and every NIC is kept),
 it steps aside: bottleneck first over every class, for the next BYPASS_CALLS computations.
 
@@ -51,13 +52,14 @@ SHRINK_EVERY = 32  # computations between drops of the links loaded below KEPT_L
 # Fair run with 3000 jobs from 260 s to 203 s and moves the paper-scale setups' times by 3 % at most; same files.
 MERGE_AT_MOST = 0.9
 BYPASS_CALLS = 64  # computations the relaxation then steps aside for
-# rows held (with flows or not) per row with flows above which the rows are laid out again from the live classes
-# (speed only: exact either way). A solve freezes a bottleneck's rows together; laid out afresh, they lie side by
-# side (`_in_layout_order`), and rows without flows no longer sit between them. Measured (docs/reproductions.md,
+# rows held (with flows or not) per row with flows above which the rows without flows are dropped and the others
+# laid out again (speed only: exact either way). A solve freezes a bottleneck's rows together; laid out afresh, they
+# lie side by side (`_compact`), and rows without flows no longer sit between them. Measured (docs/reproductions.md,
 # simulator speed): in a 10x-scale Fair run with 1000 jobs, the same 45 computations (every 250th) solved in 40.6 ms
 # laid out as the rows came and rebuilt at 2, 33.4 ms in that order at 2, 25.0 ms in that order at 1.25; same files.
 STALE_ROWS_AT = 1.25
-MEMBERS_AT_FIRST = 8  # rows a link's list has room for at first (then twice as many at each growth)
+ROWS_SLACK = 64  # rows a computation may hold before it compacts them or steps aside, whatever the shares above
+MEMBERS_AT_FIRST = 8  # entries a link's list has room for at first (then twice as many at each growth)
 _FNV_OFFSET, _FNV_PRIME = np.uint64(1469598103934665603), np.uint64(1099511628211)
 
 
@@ -81,7 +83,13 @@ class RelaxedMaxMin:
         self._rows = (np.zeros((0, 0), dtype=LINK_INDEX), np.zeros(0))
         self._row_count = 0
         self._row_weights = np.zeros(0)  # each row's flows
-        self._members = _no_members(1, 0)  # kept up to date as rows are added and recounted
+        # per link (the padding link last), the rows that cross it and the flows they put on it, kept up to date
+        # as rows are added and recounted
+        self._members = _no_lists(1, 0)
+        self._carried = np.zeros(1)
+        # per link, the classes that cross it, kept up to date as classes are rekeyed (entries of classes rekeyed
+        # since onto other paths are dropped when the link's list is read, in `_crossing`)
+        self._crossers = _no_lists(0, 0)
         self._tally = np.zeros(2, dtype=np.int64)  # rows with flows, classes with flows
         self._reset_rows(1024, 0)
         self._bypass = 0  # computations left to run without the relaxation
@@ -101,6 +109,9 @@ class RelaxedMaxMin:
         paths, capacities, caps, weights = solver_arrays(paths, capacities, caps, weights)
         self.computations += 1
         self._fit(paths, capacities.size)
+        crossers = self._crossers
+        if rekeyed is None or crossers.start.size != capacities.size or not _index(paths, rekeyed, crossers):
+            self._index_every_class(paths, capacities.size)
         if self._bypass > 0:
             self._bypass -= 1
             rates = self._every_class(paths, capacities, caps, weights)
@@ -139,17 +150,16 @@ class RelaxedMaxMin:
                 self._tally,
                 self._row_count,
                 self._members,
-                MERGE_AT_MOST,
+                self._carried,
+                self._crossers,
+                (MERGE_AT_MOST, STALE_ROWS_AT, ROWS_SLACK),
             )
             self._regroup_all = False
             if status == _BYPASS:
                 self._bypass = BYPASS_CALLS
                 return self._every_class(paths, capacities, caps, weights)
-            if status != _GROUPED:
-                # no room for another row: start again with room for twice the live classes; mostly rows of
-                # classes gone: start again without them
-                room = max(1024, 2 * int(np.count_nonzero(weights))) if status == _NO_ROOM else row_caps.size
-                self._reset_rows(room, paths.shape[1])
+            if status == _NO_ROOM:  # start again with room for twice the live classes
+                self._reset_rows(max(1024, 2 * int(np.count_nonzero(weights))), paths.shape[1])
                 row_paths, row_caps = self._rows
                 continue
             rekeyed, recounted = rekeyed[:0], recounted[:0]  # merged and counted
@@ -160,7 +170,7 @@ class RelaxedMaxMin:
                 self._padded,
                 row_caps[:rows],
                 self._row_weights[:rows],
-                members.carried.copy(),
+                self._carried.copy(),
                 members.start,
                 members.length,
                 members.member,
@@ -205,15 +215,20 @@ class RelaxedMaxMin:
             self._counted = np.zeros(self._row_of.size)
             self._reset_rows(self._rows[1].size, hops)
 
+    def _index_every_class(self, paths: np.ndarray, links: int) -> None:
+        """List every class on the links it crosses, afresh."""
+        classes, hops = paths.shape
+        self._crossers = _no_lists(links, _room_for(classes * hops, links))
+        _index(paths, np.arange(classes), self._crossers)
+
     def _reset_rows(self, capacity: int, hops: int) -> None:
         """No merged rows, no class merged: room for `capacity` rows."""
         self._table = np.full(1 << (2 * capacity - 1).bit_length(), -1, dtype=np.int64)
         self._rows = (np.empty((capacity, hops), dtype=LINK_INDEX), np.empty(capacity))
         self._row_weights = np.zeros(capacity)
-        # a link's list moves to the end of the entries with twice the room when full, so a list of n rows has
-        # taken fewer than 4n entries (or MEMBERS_AT_FIRST); the lists hold capacity * hops rows at most
         links = self.kept.size + 1
-        self._members = _no_members(links, 4 * capacity * hops + MEMBERS_AT_FIRST * links)
+        self._members = _no_lists(links, _room_for(capacity * hops, links))  # capacity * hops rows at most
+        self._carried = np.zeros(links)
         self._row_count = 0
         self._row_of[:] = -1
         self._counted[:] = 0.0
@@ -221,23 +236,27 @@ class RelaxedMaxMin:
         self._regroup_all = True
 
 
-class LinkMembers(NamedTuple):
-    """Per link (the padding link last), the rows that cross it and the flows they put on it, as
-    `fairshare.fill_bottleneck_first` takes them: each link's list of rows lies in `member`, from `start`,
-    `length` long, with room for `room`."""
+class LinkLists(NamedTuple):
+    """Per link, a list of what crosses it (the relaxation's rows, as `fairshare.fill_bottleneck_first` takes
+    them, or flow classes): each link's list lies in `member`, from `start`, `length` long, with room for
+    `room`. A full list moves to the end of the entries taken, with twice the room (`_add_member`), so a list
+    of n has taken fewer than 4n entries (or MEMBERS_AT_FIRST)."""
 
-    carried: np.ndarray  # per link: its rows' flows
     start: np.ndarray  # per link: where its list starts in `member`
-    length: np.ndarray  # per link: the rows its list holds
+    length: np.ndarray  # per link: the entries its list holds
     member: np.ndarray  # the lists, side by side
-    room: np.ndarray  # per link: the rows its list has room for
+    room: np.ndarray  # per link: the entries its list has room for
     taken: np.ndarray  # one element: the entries of `member` taken by the lists
 
 
-def _no_members(links: int, entries: int) -> LinkMembers:
-    """Per link, no rows; room for `entries` entries."""
-    return LinkMembers(
-        carried=np.zeros(links),
+def _room_for(entries: int, links: int) -> int:
+    """The entries lists of `entries` in all, over `links` lists, may take (`LinkLists`)."""
+    return 4 * entries + MEMBERS_AT_FIRST * links
+
+
+def _no_lists(links: int, entries: int) -> LinkLists:
+    """Per link, an empty list; room for `entries` entries."""
+    return LinkLists(
         start=np.zeros(links, dtype=np.int64),
         length=np.zeros(links, dtype=np.int64),
         member=np.empty(entries, dtype=np.int64),
@@ -247,7 +266,7 @@ def _no_members(links: int, entries: int) -> LinkMembers:
 
 
 # how grouping the classes into rows came out: grouped, or what the object has to do before it tries again
-_GROUPED, _NO_ROOM, _STALE_ROWS, _BYPASS = 0, 1, 2, 3
+_GROUPED, _NO_ROOM, _BYPASS = 0, 1, 2
 
 
 @numba.njit(cache=True)
@@ -268,7 +287,9 @@ def _group_rows(
     tally,
     count,
     members,
-    merge_at_most,
+    carried,
+    crossers,
+    thresholds,
 ):  # pragma: no cover (compiled)
     """Merge the classes that changed (`rekeyed`, all of them when `regroup_all`, those crossing `toggled`
     links) into rows, and count the flows of those and of the `recounted` ones into their rows (and into the
@@ -276,17 +297,19 @@ def _group_rows(
     outcome (_GROUPED, or why not) and the rows there are.
     The solve over the rows is called from Python, not from here: numba's cache follows a compiled function's
     own file only, so a compiled call into fairshare.py would go on running its code as it was when this was
-    cached (and a cache of mixed versions can crash). `merge_at_most` is an argument for the same reason: a
-    module constant is frozen into the compiled code, where a test could not change it."""
+    cached (and a cache of mixed versions can crash). The `thresholds` (MERGE_AT_MOST, STALE_ROWS_AT,
+    ROWS_SLACK) are an argument for the same reason: a module constant is frozen into the compiled code, where a
+    test could not change it."""
+    merge_at_most, stale_rows_at, slack = thresholds
     pad = kept.size  # the relaxation's padding link: one past the last
     while True:
         if regroup_all:
             dirty = _in_layout_order(paths, np.flatnonzero(weights > 0), kept)
         elif toggled.any():
-            dirty = np.concatenate((rekeyed, _crossing(paths, toggled)))
+            dirty = np.concatenate((rekeyed, _crossing(paths, toggled, crossers)))
         else:
             dirty = rekeyed
-        _count(weights, dirty, True, row_of, counted, row_weights, tally, rows[0], pad, members)  # out of their rows
+        _count(weights, dirty, True, row_of, counted, row_weights, tally, rows[0], pad, carried)  # out of their rows
         count = _merge(paths, caps, dirty, kept, pad, row_of, table, rows, count, members)
         if count < 0:
             return _NO_ROOM, 0
@@ -294,29 +317,30 @@ def _group_rows(
         toggled[:] = False
         unmerged = np.concatenate(
             (
-                _count(weights, dirty, False, row_of, counted, row_weights, tally, rows[0], pad, members),
-                _count(weights, recounted, False, row_of, counted, row_weights, tally, rows[0], pad, members),
+                _count(weights, dirty, False, row_of, counted, row_weights, tally, rows[0], pad, carried),
+                _count(weights, recounted, False, row_of, counted, row_weights, tally, rows[0], pad, carried),
             )
         )
         if unmerged.size:  # live classes without a row (their flows came back without a rekey)
             rekeyed, recounted = unmerged, recounted[:0]
             continue
         used, live = tally[0], tally[1]
-        if count > STALE_ROWS_AT * used + 64:
-            return _STALE_ROWS, count
-        if used > merge_at_most * live + 64:
+        if count > stale_rows_at * used + slack:  # mostly rows of classes gone
+            count = _compact(weights, row_of, table, rows, row_weights, count, members, carried)
+            if count < 0:
+                return _NO_ROOM, 0
+        if used > merge_at_most * live + slack:
             return _BYPASS, count
         return _GROUPED, count
 
 
 @numba.njit(cache=True)
 def _count(
-    weights, classes, out, row_of, counted, row_weights, tally, row_paths, pad, members
+    weights, classes, out, row_of, counted, row_weights, tally, row_paths, pad, carried
 ):  # pragma: no cover (compiled)
     """Bring the rows' flows up to date with these classes' (all out of their rows when `out`; a class past
     the `weights` has none): `row_weights`, `counted`, the `tally` (rows with flows, classes with flows) and
-    the flows each link carries (`members`). Returns the classes with flows and no row, left uncounted."""
-    carried = members.carried
+    the flows each link `carried`). Returns the classes with flows and no row, left uncounted."""
     unmerged = np.empty(classes.size, dtype=np.int64)
     found = 0
     for c in classes:
@@ -350,7 +374,6 @@ def _merge(paths, caps, dirty, kept, pad, row_of, table, rows, count, members): 
     rows there are then, or -1 if there is no room. A row's path holds its kept links first, in path order,
     and the padding link after them, where the solve stops (`fill_bottleneck_first`)."""
     row_paths, row_caps = rows
-    start, length, member, room, taken = members.start, members.length, members.member, members.room, members.taken
     hops = paths.shape[1]
     size = table.size
     key_path = np.empty(hops, dtype=row_paths.dtype)
@@ -361,10 +384,7 @@ def _merge(paths, caps, dirty, kept, pad, row_of, table, rows, count, members): 
             if kept[link]:
                 key_path[kept_hops] = link
                 kept_hops += 1
-        key = _FNV_OFFSET
-        for link in key_path:
-            key = (key ^ np.uint64(link)) * _FNV_PRIME
-        slot = np.int64(key & np.uint64(size - 1))
+        slot = _first_slot(key_path, size)
         while True:
             row = table[slot]
             if row < 0:
@@ -376,16 +396,8 @@ def _merge(paths, caps, dirty, kept, pad, row_of, table, rows, count, members): 
                 row_paths[row] = key_path
                 row_caps[row] = caps[f]
                 for link in key_path[:kept_hops]:
-                    held = length[link]
-                    if held == room[link]:  # its list moves to the end, with twice the room
-                        grown = max(MEMBERS_AT_FIRST, 2 * held)
-                        if taken[0] + grown > member.size:
-                            return -1
-                        member[taken[0] : taken[0] + held] = member[start[link] : start[link] + held]
-                        start[link], room[link] = taken[0], grown
-                        taken[0] += grown
-                    member[start[link] + held] = row
-                    length[link] = held + 1
+                    if not _add_member(members, link, row):
+                        return -1
                 break
             same = row_caps[row] == caps[f]
             for h in range(hops):
@@ -395,6 +407,82 @@ def _merge(paths, caps, dirty, kept, pad, row_of, table, rows, count, members): 
             slot = (slot + 1) & (size - 1)
         row_of[f] = row
     return count
+
+
+@numba.njit(cache=True)
+def _first_slot(key_path, size):  # pragma: no cover (compiled)
+    """Where a row's key (its path over the kept links, padded) is first looked for in a hash table of `size`
+    slots (a power of two; probed onwards from there)."""
+    key = _FNV_OFFSET
+    for link in key_path:
+        key = (key ^ np.uint64(link)) * _FNV_PRIME
+    return np.int64(key & np.uint64(size - 1))
+
+
+@numba.njit(cache=True)
+def _add_member(lists, link, item):  # pragma: no cover (compiled)
+    """Put the item at the end of the link's list (`LinkLists`); False if there is no room for it."""
+    start, length, member, room, taken = lists.start, lists.length, lists.member, lists.room, lists.taken
+    held = length[link]
+    if held == room[link]:
+        grown = max(MEMBERS_AT_FIRST, 2 * held)
+        if taken[0] + grown > member.size:
+            return False
+        member[taken[0] : taken[0] + held] = member[start[link] : start[link] + held]
+        start[link], room[link] = taken[0], grown
+        taken[0] += grown
+    member[start[link] + held] = item
+    length[link] = held + 1
+    return True
+
+
+@numba.njit(cache=True)
+def _compact(weights, row_of, table, rows, row_weights, count, members, carried):  # pragma: no cover (compiled)
+    """Drop the rows without flows and lay the others out as regrouping every class with flows would (by first
+    kept link, then by lowest class with flows; `_in_layout_order`), over the `count` rows rather than the
+    classes: the rows, the classes' rows (-1 where it was dropped), the hash table and the links' lists come out
+    as that regrouping gives them. Returns the rows left, or -1 if the lists have no room."""
+    row_paths, row_caps = rows
+    pad = carried.size - 1
+    seen = np.zeros(count, dtype=np.bool_)
+    by_class = np.empty(count, dtype=np.int64)  # the rows with flows, by their lowest class with flows
+    live = 0
+    for c in range(weights.size):
+        if weights[c] > 0 and not seen[row_of[c]]:
+            seen[row_of[c]] = True
+            by_class[live] = row_of[c]
+            live += 1
+    first_link = np.empty(live, dtype=np.int64)
+    for i in range(live):
+        first_link[i] = row_paths[by_class[i], 0]
+    order = by_class[:live][np.argsort(first_link, kind="mergesort")]
+    renamed = np.full(count, -1, dtype=np.int64)
+    renamed[order] = np.arange(live)
+    row_paths[:live] = row_paths[order]
+    row_caps[:live] = row_caps[order]
+    row_weights[:live] = row_weights[order]
+    row_weights[live:count] = 0.0
+    for c in range(row_of.size):
+        if row_of[c] >= 0:
+            row_of[c] = renamed[row_of[c]]
+    table[:] = -1
+    size = table.size
+    carried[:] = 0.0
+    members.length[:] = 0
+    members.room[:] = 0
+    members.taken[0] = 0
+    for row in range(live):
+        slot = _first_slot(row_paths[row], size)
+        while table[slot] >= 0:
+            slot = (slot + 1) & (size - 1)
+        table[slot] = row
+        for link in row_paths[row]:
+            if link == pad:
+                break
+            if not _add_member(members, link, row):
+                return -1
+            carried[link] += row_weights[row]
+    return live
 
 
 @numba.njit(cache=True)
@@ -455,16 +543,43 @@ def _in_layout_order(paths, classes, kept):  # pragma: no cover (compiled)
 
 
 @numba.njit(cache=True)
-def _crossing(paths, links):  # pragma: no cover (compiled)
-    """The classes that cross any of the marked links (those without flows too: flows may come back to
-    them)."""
+def _index(paths, classes, crossers):  # pragma: no cover (compiled)
+    """List these classes on the links they cross (`crossers`); False if the lists have no room."""
+    for c in classes:
+        for link in paths[c]:
+            if not _add_member(crossers, link, c):
+                return False
+    return True
+
+
+@numba.njit(cache=True)
+def _crossing(paths, links, crossers):  # pragma: no cover (compiled)
+    """The classes, in ascending order, that cross any of the marked links (those without flows too: flows may
+    come back to them), read from the links' lists of `crossers`; entries of classes that no longer cross the
+    link (rekeyed since onto another path, or past the classes in use) are dropped from its list."""
     classes, hops = paths.shape
-    found = np.empty(classes, dtype=np.int64)
+    start, length, member = crossers.start, crossers.length, crossers.member
+    marked = np.flatnonzero(links)
+    listed = 0
+    for link in marked:
+        listed += length[link]
+    found = np.empty(listed, dtype=np.int64)
+    seen = np.zeros(classes, dtype=np.bool_)
     n = 0
-    for f in range(classes):
-        for h in range(hops):
-            if links[paths[f, h]]:
-                found[n] = f
-                n += 1
-                break
-    return found[:n]
+    for link in marked:
+        kept = 0
+        for i in range(start[link], start[link] + length[link]):
+            c = member[i]
+            crosses = False
+            if c < classes:
+                for h in range(hops):
+                    crosses = crosses or paths[c, h] == link
+            if crosses:
+                member[start[link] + kept] = c
+                kept += 1
+                if not seen[c]:
+                    seen[c] = True
+                    found[n] = c
+                    n += 1
+        length[link] = kept
+    return np.sort(found[:n])

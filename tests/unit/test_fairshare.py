@@ -148,6 +148,35 @@ def test_rebuilt_rows_lie_in_the_order_of_their_first_kept_link():
     assert solver._row_of[:4].tolist() == [3, 1, 0, 2]
 
 
+def test_rows_of_classes_gone_are_dropped_and_the_rest_laid_out_as_rebuilt_rows(monkeypatch):
+    monkeypatch.setattr(relaxed_rates, "STALE_ROWS_AT", 1.0)  # any row without flows has the rows compacted
+    monkeypatch.setattr(relaxed_rates, "ROWS_SLACK", 0)
+    monkeypatch.setattr(relaxed_rates, "MERGE_AT_MOST", 1.0)  # and the relaxation never steps aside
+    capacities = np.array([1.0, 1.0, 1.0, 1.0, INF])  # link 4: the padding
+    paths = np.array([[2, 4], [1, 2], [0, 4], [1, 4], [3, 4], [0, 3]])
+    caps = np.full(6, INF)
+    solver = RelaxedMaxMin()
+    solver(paths, capacities, caps, np.array([1.0, 1, 1, 1, 1, 0]))
+    assert solver._row_count == 5
+    # classes 1 and 2 lose their flows, class 5 comes: its row is added after the five
+    weights = np.array([1.0, 0, 0, 1, 1, 1])
+    got = solver(paths, capacities, caps, weights, np.array([5]), np.array([1, 2, 5]))
+    live = [0, 3, 4, 5]
+    assert got[live].tolist() == pytest.approx(progressive_filling_rates(paths, capacities, caps, weights)[live])
+    assert solver.kept[:4].all()
+    # four rows, by first kept link: class 5's (link 0), then those of classes 3, 0 and 4
+    assert solver._row_count == 4
+    assert solver._row_of[live].tolist() == [2, 1, 3, 0]
+    rebuilt = RelaxedMaxMin()
+    rebuilt(paths, capacities, caps, weights)
+    assert solver._row_of[live].tolist() == rebuilt._row_of[live].tolist()
+    rows = solver._row_count
+    for kept, fresh in zip(solver._rows, rebuilt._rows, strict=True):
+        assert kept[:rows].tolist() == fresh[:rows].tolist()
+    assert solver._row_weights[:rows].tolist() == rebuilt._row_weights[:rows].tolist()
+    assert_link_members_kept_up_to_date(solver)
+
+
 def count_solves(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the relaxed solver's solves over its rows (one element, incremented at each)."""
     solves = [0]
@@ -206,21 +235,26 @@ COUNT = st.tuples(st.just("count"), st.integers(0, 19), st.integers(0, 3))
 CAPACITY = st.tuples(st.just("capacity"), st.integers(0, LINKS - 1), st.sampled_from([1.0, 3.0, 10.0]))
 
 
-@pytest.mark.parametrize("often", [False, True], ids=["as-configured", "drop-and-bypass-often"])
+@pytest.mark.parametrize("mode", ["as-configured", "drop-and-bypass-often", "compact-often"])
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.lists(st.one_of(REKEY, COUNT, CAPACITY), max_size=6), min_size=1, max_size=25))
-def test_the_relaxed_solver_matches_the_reference_over_any_sequence_of_computations(often, computations):
+def test_the_relaxed_solver_matches_the_reference_over_any_sequence_of_computations(mode, computations):
     paths = np.full((20, HOPS), LINKS, dtype=np.int64)
     caps, weights = np.full(20, INF), np.zeros(20)
     capacities = np.array([2.0, 4.0, 6.0, 8.0, 10.0, 12.0, INF])
     solver = RelaxedMaxMin()
     stepped_aside, had_flows = False, False
+    often = mode == "drop-and-bypass-often"
     with pytest.MonkeyPatch.context() as patch:
         if often:  # every other computation drops the links below the kept load or skips the relaxation, and
             # some do not say which classes were rekeyed
             patch.setattr(relaxed_rates, "SHRINK_EVERY", 2)
             patch.setattr(relaxed_rates, "MERGE_AT_MOST", -100.0)
             patch.setattr(relaxed_rates, "BYPASS_CALLS", 1)
+        if mode == "compact-often":  # any row without flows has the rows compacted
+            patch.setattr(relaxed_rates, "STALE_ROWS_AT", 1.0)
+            patch.setattr(relaxed_rates, "ROWS_SLACK", 0)
+            patch.setattr(relaxed_rates, "MERGE_AT_MOST", 1.0)  # and the relaxation never steps aside
         for changes in computations:
             rekeyed, recounted = [], []
             for change in changes:
@@ -247,6 +281,7 @@ def test_the_relaxed_solver_matches_the_reference_over_any_sequence_of_computati
             loads = link_loads(paths, weights, expected, capacities.size)
             assert solver.loads[finite] == pytest.approx(loads[finite], rel=1e-9, abs=1e-9)
             assert_link_members_kept_up_to_date(solver)
+            assert_classes_listed_on_their_links(solver, paths)
     assert stepped_aside == (often and had_flows)  # the every-class path ran where, and only where, it was asked to
 
 
@@ -255,13 +290,22 @@ def assert_link_members_kept_up_to_date(solver: RelaxedMaxMin) -> None:
     listing the rows afresh gives: each link's flows exactly, and its rows with flows, in ascending order."""
     rows = solver._row_count
     row_paths, weights = solver._rows[0][:rows], solver._row_weights[:rows]
-    members = solver._members
-    pad = members.carried.size - 1
+    members, carried = solver._members, solver._carried
+    pad = carried.size - 1
     for link in range(pad):
         crossing = [row for row in range(rows) for hop in row_paths[row] if hop == link]
-        assert members.carried[link] == sum(weights[row] for row in crossing)
+        assert carried[link] == sum(weights[row] for row in crossing)
         listed = members.member[members.start[link] : members.start[link] + members.length[link]].tolist()
         assert [row for row in listed if weights[row] > 0] == [row for row in crossing if weights[row] > 0]
+
+
+def assert_classes_listed_on_their_links(solver: RelaxedMaxMin, paths: np.ndarray) -> None:
+    """Every class is on the list of every link it crosses (the lists may also hold classes gone elsewhere)."""
+    crossers = solver._crossers
+    for c, path in enumerate(paths.tolist()):
+        for link in path:
+            start = crossers.start[link]
+            assert c in crossers.member[start : start + crossers.length[link]].tolist()
 
 
 # a flow table's life: start a flow (source host, destination host, cap in Mb/s or none, whether it shares
