@@ -20,6 +20,9 @@ from hybridbed.results.load import read_table
 FLOW_TOTAL_COLUMNS = ("job_id", "kind", "src_rack", "dst_rack", "bytes", "ocs_bytes")
 FLOW_SUMMARY_COLUMNS = ("kind", "src_rack", "dst_rack", "bytes")
 FLOW_CATEGORIES = {"job_id": "category", "kind": "category"}
+# plan.csv's columns where the planned policies (Corral, JobPacker) give each planned job's stages; the other
+# planning policies' plans (DAGPS, DSP) have other columns and predict no job's end
+PLAN_STAGE_COLUMNS = ("job_id", "map_start_s", "map_end_s", "reduce_end_s")
 
 
 def read_flows(out_dir: Path, columns: Sequence[str] = FLOW_TOTAL_COLUMNS) -> pd.DataFrame:
@@ -134,6 +137,7 @@ def summarize(
             }
         )
     summary.update(_dependency_and_deadline_totals(jobs, summary["makespan_s"]))
+    summary.update(_plan_totals(out_dir, jobs))
     allocation = out_dir / "allocation.csv"
     if allocation.exists():
         summary["cores_allocated_mean"] = _time_weighted_mean(pd.read_csv(allocation), "cores_allocated")
@@ -163,6 +167,28 @@ def _dependency_and_deadline_totals(jobs: pd.DataFrame, makespan_s: float | None
             }
         )
     return totals
+
+
+def _plan_totals(out_dir: Path, jobs: pd.DataFrame) -> dict:
+    """What the policy's offline plan predicted for the planned jobs that finished, to read beside what they
+    did: the planned makespan, median JCT (its end in the plan less its arrival) and mean wait for a first
+    container. A planner that queues jobs behind others already does so in its plan; a run that loses to its
+    plan loses at run time. Nothing for a run whose policy made no such plan."""
+    path = out_dir / "plan.csv"
+    if not path.exists() or not len(jobs):
+        return {}
+    plan = pd.read_csv(path)
+    if not set(PLAN_STAGE_COLUMNS) <= set(plan.columns):
+        return {}
+    planned = plan.merge(jobs[["job_id", "arrival_s"]], on="job_id")
+    if not len(planned):
+        return {}
+    end = planned[["map_end_s", "reduce_end_s"]].max(axis=1)  # a map-only job has no reduce end
+    return {
+        "plan_makespan_s": float(end.max()),
+        "plan_jct_median_s": float((end - planned["arrival_s"]).median()),
+        "plan_wait_mean_s": float((planned["map_start_s"] - planned["arrival_s"]).mean()),
+    }
 
 
 def _time_weighted_mean(timeline: pd.DataFrame, column: str) -> float | None:

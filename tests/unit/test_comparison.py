@@ -80,6 +80,12 @@ def test_a_simulated_comparison_reads_back_as_dataframes(tmp_path):
         assert run.summary["makespan_s"] == pytest.approx(run.jobs["finish_s"].max())
         assert float(table.loc[table.setup == setup, "makespan_s"].iloc[0]) == pytest.approx(run.summary["makespan_s"])
     assert len(load(tmp_path / "cmp" / "jobpacker").ocs_events) >= 1  # its circuits were reconfigured
+    planned = load(tmp_path / "cmp" / "jobpacker")  # JobPacker's plan beside its run; Fair has none
+    assert planned.summary["plan_makespan_s"] == pytest.approx(
+        planned.plan[["map_end_s", "reduce_end_s"]].max(axis=1).max()
+    )
+    assert planned.summary["plan_wait_mean_s"] >= 0
+    assert table.set_index("setup")["plan_jct_median_s"].isna().tolist() == [True, False]
     for setup in ("fair", "jobpacker"):  # the shuffle's OCS share is read off its own flows, inputs apart
         run = load(tmp_path / "cmp" / setup)
         cross = run.flows[(run.flows.kind == "shuffle") & (run.flows.src_rack != run.flows.dst_rack)]
