@@ -20,8 +20,9 @@ from hybridbed.results.load import read_table
 FLOW_TOTAL_COLUMNS = ("job_id", "kind", "src_rack", "dst_rack", "bytes", "ocs_bytes")
 FLOW_SUMMARY_COLUMNS = ("kind", "src_rack", "dst_rack", "bytes")
 FLOW_CATEGORIES = {"job_id": "category", "kind": "category"}
-# plan.csv's columns where the planned policies (Corral, JobPacker) give each planned job's stages; the other
-# planning policies' plans (DAGPS, DSP) have other columns and predict no job's end
+# plan.csv's columns where the planned policies (Corral, JobPacker) give when each planned job's stages run; the
+# other planning policies' plans have other columns and no such times (DAGPS: each job's planned length alone;
+# DSP: its unit periods)
 PLAN_STAGE_COLUMNS = ("job_id", "map_start_s", "map_end_s", "reduce_end_s")
 
 
