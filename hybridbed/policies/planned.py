@@ -40,6 +40,7 @@ class PlannedPolicy(Policy):
         self.fair = FairPolicy(**waits)  # ad-hoc jobs
         self.locality = DelayScheduling(self.params)  # planned jobs' maps
         self.offline = Plan()
+        self._planned_arrivals: dict[str, float] = {}  # per planned job, the arrival its plan was made for
         self.network: NetworkView | None = None  # set by plan(); run-time rules read the threshold from it
         # a rack's sequence (by rack) or the ad-hoc jobs (ADHOC) -> how many jobs had finished when last pruned
         self._pruned: dict[int | str, int] = {}
@@ -58,6 +59,7 @@ class PlannedPolicy(Policy):
         recurring = [JobProfile.of(s) for s in jobs if s.recurring]
         if not recurring:
             return
+        self._planned_arrivals = {job.job_id: job.arrival_s for job in recurring}  # predicted, where predicted
         model = LatencyModel(cluster.racks, cluster.containers_per_rack(), cluster.network, self.ocs_aware)
         self.offline = self.build_plan(recurring, model)
 
@@ -68,7 +70,8 @@ class PlannedPolicy(Policy):
         rows = []
         for p in self.offline.jobs.values():
             stages = {"map": p.maps, "reduce": p.reduces}
-            row: dict[str, object] = {"job_id": p.job_id}
+            arrival = round(self._planned_arrivals[p.job_id], 3)  # the one the plan was made for
+            row: dict[str, object] = {"job_id": p.job_id, "predicted_arrival_s": arrival}
             for name, stage in stages.items():
                 row[f"{name}_racks"] = " ".join(map(str, stage.racks)) if stage else ""
                 row[f"{name}_start_s"] = round(stage.start_s, 3) if stage else ""

@@ -35,17 +35,18 @@ def summary_of(tmp_path, plan: pd.DataFrame) -> dict:
 def test_the_plan_of_the_finished_planned_jobs_is_summarized_beside_the_run(tmp_path):
     plan = pd.DataFrame(
         [
-            {"job_id": "a", "map_start_s": 0.0, "map_end_s": 10.0, "reduce_start_s": 12.0, "reduce_end_s": 30.0},
-            # a map-only job: its plan ends with its maps, queued behind a's
-            {"job_id": "b", "map_start_s": 30.0, "map_end_s": 40.0, "reduce_start_s": None, "reduce_end_s": None},
+            {"job_id": "a", "predicted_arrival_s": 0.0, "map_start_s": 0.0, "map_end_s": 10.0, "reduce_end_s": 30.0},
+            # a map-only job: its plan ends with its maps, queued behind a's; planned for an arrival at 4 s, a
+            # second before the real one (an arrival error): its planned times count from the planned arrival
+            {"job_id": "b", "predicted_arrival_s": 4.0, "map_start_s": 30.0, "map_end_s": 40.0, "reduce_end_s": None},
             # planned, not finished: left out
-            {"job_id": "c", "map_start_s": 40.0, "map_end_s": 90.0, "reduce_start_s": 90.0, "reduce_end_s": 99.0},
+            {"job_id": "c", "predicted_arrival_s": 9.0, "map_start_s": 40.0, "map_end_s": 90.0, "reduce_end_s": 99.0},
         ]
     )
     summary = summary_of(tmp_path, plan)
     assert summary["plan_makespan_s"] == pytest.approx(40.0)
-    assert summary["plan_jct_median_s"] == pytest.approx((30.0 + 35.0) / 2)
-    assert summary["plan_wait_mean_s"] == pytest.approx((0.0 + 25.0) / 2)
+    assert summary["plan_jct_median_s"] == pytest.approx((30.0 + 36.0) / 2)
+    assert summary["plan_wait_mean_s"] == pytest.approx((0.0 + 26.0) / 2)
     assert summary["makespan_s"] == pytest.approx(50.0)  # the run's own, apart
 
 
