@@ -59,7 +59,7 @@ class PlannedPolicy(Policy):
         recurring = [JobProfile.of(s) for s in jobs if s.recurring]
         if not recurring:
             return
-        self._planned_arrivals = {job.job_id: job.arrival_s for job in recurring}  # predicted, where predicted
+        self._planned_arrivals = {job.job_id: job.arrival_s for job in recurring}  # the predicted one, if any
         model = LatencyModel(cluster.racks, cluster.containers_per_rack(), cluster.network, self.ocs_aware)
         self.offline = self.build_plan(recurring, model)
 
