@@ -247,5 +247,8 @@ def counted_total(tasks: pd.DataFrame, column: str) -> float | None:
 
 
 def _with_retransmitted_share(tcp: dict[str, int]) -> dict:
+    """The share of segments sent again: the retransmissions that left the host (the stack counts every try,
+    also those its own egress queue refused)."""
     sent = tcp.get("segments_sent", 0)
-    return {**tcp, "retransmitted_share": round(tcp.get("retransmitted", 0) / sent, 4) if sent else None}
+    sent_again = tcp.get("retransmitted", 0) - tcp.get("retransmit_failures", 0)
+    return {**tcp, "retransmitted_share": round(sent_again / sent, 4) if sent else None}

@@ -52,13 +52,19 @@ FIDELITY_FIELDS = [
 ]
 
 
-# The TCP counters read from a host's namespace: what its connections sent, sent again, and why
+# The TCP counters read from a host's namespace: what its connections sent, sent again, and why.
+# `retransmitted` counts every retransmission the stack tried, the fast and slow-start ones only those that
+# left it; `retransmit_failures` are the tries the host's own egress queue refused.
 TCP_COUNTERS = {
     "segments_sent": ("Tcp", ("OutSegs",)),
     "retransmitted": ("Tcp", ("RetransSegs",)),
     "timeouts": ("TcpExt", ("TCPTimeouts",)),  # retransmission timeouts
     "spurious_timeouts": ("TcpExt", ("TCPSpuriousRTOs",)),  # timeouts F-RTO found needless
-    "fast_retransmits": ("TcpExt", ("TCPFastRetrans",)),
+    "fast_retransmits": ("TcpExt", ("TCPFastRetrans",)),  # in loss recovery (SACK, duplicate ACKs, RACK)
+    "slow_start_retransmits": ("TcpExt", ("TCPSlowStartRetrans",)),  # after a timeout, the window again
+    "loss_probes": ("TcpExt", ("TCPLossProbes",)),  # tail loss probes
+    "syn_retransmits": ("TcpExt", ("TCPSynRetrans",)),  # connection set-up
+    "retransmit_failures": ("TcpExt", ("TCPRetransFail",)),
     "reorderings": ("TcpExt", ("TCPSACKReorder", "TCPTSReorder", "TCPRenoReorder")),  # reordering detected
     "dsacks_received": ("TcpExt", ("TCPDSACKRecv",)),  # the receiver had the retransmitted data already
 }

@@ -80,7 +80,10 @@ def test_a_normal_run_is_ok_and_says_what_it_measured(tmp_path):
     assert 0 < fidelity["monitor_cpu_share"] < 0.05
     # the hosts' own TCP counters, read in their namespaces: the run's transfers are in them, not this process's
     tcp = fidelity["tcp"]
-    assert tcp["segments_sent"] > 1000 and 0 <= tcp["retransmitted_share"] < 0.5
+    assert tcp["segments_sent"] > 1000 and tcp["retransmitted_share"] >= 0
+    # every retransmission tried is counted, the fast and slow-start ones once sent: a sum over the same hosts
+    # and interval has the first at least the other two (not so if begin and end, or two hosts, were mixed up)
+    assert tcp["retransmitted"] >= tcp["fast_retransmits"] + tcp["slow_start_retransmits"] > 0
     # every packet the switch ports received was sent on or dropped at a shaped queue (within tc's miscount)
     datapath = fidelity["datapath"]
     assert datapath["received"] > 10_000 and datapath["lost_share"] <= DATAPATH_LOSS_WARN_SHARE, datapath

@@ -144,14 +144,17 @@ def test_tcp_counters_are_read_from_a_namespaces_snmp_and_netstat():
         "Udp: InDatagrams NoPorts\nUdp: 5 0\n"
     )
     netstat = (
-        "TcpExt: SyncookiesSent TCPSACKReorder TCPTSReorder TCPFastRetrans TCPTimeouts TCPDSACKRecv TCPSpuriousRTOs\n"
-        "TcpExt: 0 5 2 40 17 8 3\n"
+        "TcpExt: SyncookiesSent TCPSACKReorder TCPTSReorder TCPFastRetrans TCPTimeouts TCPDSACKRecv TCPSpuriousRTOs "
+        "TCPSlowStartRetrans TCPLossProbes TCPRetransFail TCPSynRetrans\n"
+        "TcpExt: 0 5 2 40 17 8 3 300 21 44 7\n"
         "IpExt: InNoRoutes InOctets\nIpExt: 0 123\n"
     )
     counters = tcp_counters(snmp, netstat)
     assert (counters["segments_sent"], counters["retransmitted"]) == (57527, 412)
     assert (counters["timeouts"], counters["spurious_timeouts"], counters["fast_retransmits"]) == (17, 3, 40)
     assert counters["reorderings"] == 7 and counters["dsacks_received"] == 8  # SACK and timestamp reorderings
+    assert (counters["slow_start_retransmits"], counters["loss_probes"], counters["syn_retransmits"]) == (300, 21, 7)
+    assert counters["retransmit_failures"] == 44
     mine = read_tcp_counters(os.getpid())  # this process's namespace has its counters too
     assert mine is not None and mine["segments_sent"] >= mine["retransmitted"] >= 0
     assert read_tcp_counters(2**22 + 1) is None  # beyond pid_max: no such process
@@ -161,6 +164,8 @@ def test_tcp_counters_are_reported_beside_the_verdict_and_do_not_change_it():
     healthy = samples({"tor-eps": [1.0]}, cpu=[40.0] * 20)
     fidelity = fidelity_summary(healthy, events([]), None, tcp={"segments_sent": 10_000, "retransmitted": 3123})
     assert fidelity["tcp"]["retransmitted_share"] == 0.3123 and fidelity["verdict"] == "ok"
+    refused = {"segments_sent": 10_000, "retransmitted": 3123, "retransmit_failures": 3000}  # tries refused at home
+    assert fidelity_summary(healthy, events([]), None, tcp=refused)["tcp"]["retransmitted_share"] == 0.0123
     assert fidelity_summary(healthy, events([]), None)["tcp"] is None
 
 
