@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from hybridbed.policies.locality import LocalityParams
-from hybridbed.policies.planned import PlannedPolicy
+from hybridbed.policies.planned import PlannedParams, PlannedPolicy
 from hybridbed.policies.planning.corral import plan_corral
 from hybridbed.policies.planning.latency import JobProfile, LatencyModel
 from hybridbed.policies.planning.timeline import Plan
 
 
-class CorralParams(LocalityParams):
+class CorralParams(PlannedParams):
     patience: int = Field(
         default=20,
         ge=1,

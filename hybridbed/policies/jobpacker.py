@@ -24,8 +24,7 @@ import random
 import numpy as np
 from pydantic import Field
 
-from hybridbed.policies.locality import LocalityParams
-from hybridbed.policies.planned import PlannedPolicy
+from hybridbed.policies.planned import PlannedParams, PlannedPolicy
 from hybridbed.policies.planning.jobpacker import JobPackerPlanner
 from hybridbed.policies.planning.latency import JobProfile, LatencyModel
 from hybridbed.policies.planning.timeline import Plan
@@ -34,7 +33,7 @@ from hybridbed.scheduler.cluster import ClusterState, HostState
 from hybridbed.scheduler.model import Job, Task, TaskState
 
 
-class JobPackerParams(LocalityParams):
+class JobPackerParams(PlannedParams):
     sub_batches: int = Field(
         default=5,
         ge=1,

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import heapq
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -252,8 +253,9 @@ def cluster(racks=4, hosts=2, slots=2, slowstart=1.0) -> ClusterState:
     return grid_cluster(racks, hosts, slots, slowstart, network())
 
 
-def run_to_completion(policy, specs, state: ClusterState) -> dict:
-    """Drive the scheduler core: every running task finishes one second after it starts."""
+def run_to_completion(policy, specs, state: ClusterState, watch: Callable[[], None] | None = None) -> dict:
+    """Drive the scheduler core: every running task finishes one second after it starts (`watch` is called after
+    every round of launches)."""
     core = SchedulerCore(policy, state, random.Random(1))
     policy.plan(specs, state)
     jobs = {}
@@ -266,6 +268,8 @@ def run_to_completion(policy, specs, state: ClusterState) -> dict:
             core.submit(jobs[s.job_id], now)
         core.schedule(now)
         core.shuffle_notices()
+        if watch is not None:
+            watch()
         now += 1.0
         for host in state.hosts.values():
             for task in list(host.running.values()):
@@ -392,6 +396,63 @@ def test_jobpacker_sparsity_rule_never_leaves_a_container_idle():
     core._start(policy.next_task(host, state), host, 0.0)
     second = policy.next_task(host, state)  # no light job waits: the rule's preference yields
     assert second is not None and second.job_id.startswith("h")
+
+
+def running_per_entry(state: ClusterState) -> Counter:
+    """Running tasks per (rack, job, stage)."""
+    return Counter((state.rack_of[t.host], t.job_id, t.kind) for h in state.hosts.values() for t in h.running.values())
+
+
+@pytest.mark.parametrize("policy_class", [JobPackerPolicy, CorralPolicy])
+def test_holding_to_the_plan_runs_no_stage_on_more_containers_of_a_rack_than_it_is_booked(policy_class):
+    specs = recurring_specs(10, 7)
+    widest = {}
+    for hold in (False, True):
+        state, policy = cluster(slowstart=0.5), policy_class(hold_for_plan=hold)
+        widest[hold] = 0  # the most tasks a stage ran on a rack at once beyond its booked containers there
+
+        def watch(state=state, policy=policy, hold=hold):
+            for entry, running in running_per_entry(state).items():
+                widest[hold] = max(widest[hold], running - policy.offline.widths[entry])
+
+        run_to_completion(policy, specs, state, watch)
+    assert widest[True] == 0 and widest[False] > 0  # (without: some stage ran wider than booked)
+
+
+def planned_spec(job_id: str, maps: int, reduces: int, map_s: float, reduce_s: float) -> JobSpec:
+    return JobSpec(
+        job_id,
+        0.0,
+        maps * 1_000_000,
+        1_000_000,
+        1000,
+        maps,
+        reduces,
+        map_s,
+        reduce_s,
+        recurring=True,
+        predicted=Predicted(0.0, maps * 1_000_000, 1_000_000, 1000),
+    )
+
+
+@pytest.mark.parametrize("policy_class", [JobPackerPolicy, CorralPolicy])
+def test_holding_to_the_plan_keeps_the_container_booked_for_an_earlier_reduce_from_a_later_job(policy_class):
+    # on one host of 4 containers, a's 3 long maps take 3 from 0 s and its reducer the 4th from 10 s; b's short
+    # map is booked after a map, and its 3 reducers after that
+    specs = [planned_spec("a", 3, 1, 10.0, 10.0), planned_spec("b", 1, 3, 1.0, 5.0)]
+    started = {}
+    for hold in (False, True):
+        state = cluster(racks=1, hosts=1, slots=4)
+        policy = policy_class(hold_for_plan=hold, node_delay_s=0, rack_delay_s=0)
+        policy.plan(specs, state)
+        assert policy.offline.sequences[0][:2] == [("a", StageKind.MAP), ("a", StageKind.REDUCE)]
+        assert policy.offline.widths[(0, "a", StageKind.REDUCE)] == 1
+        core = SchedulerCore(policy, state, random.Random(1))
+        for spec in specs:
+            core.submit(build_job(spec, CONTAINER), 0.0)
+        started[hold] = {launch.task.task_id for launch in core.schedule(0.0)}
+    assert started[False] == {"a-m0", "a-m1", "a-m2", "b-m0"}  # b's map takes the container a's reducer is booked on
+    assert started[True] == {"a-m0", "a-m1", "a-m2"}  # held for a's reducer until slowstart releases it
 
 
 def test_a_job_planned_on_a_dead_rack_falls_back_to_fair():

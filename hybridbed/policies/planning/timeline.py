@@ -54,6 +54,8 @@ class Plan:
     jobs: dict[str, JobPlan] = field(default_factory=dict)
     sequences: dict[int, list[tuple[str, StageKind]]] = field(default_factory=dict)
     bookings: list[Booking] = field(default_factory=list)
+    # (rack, job, stage) -> the containers of the rack the stage is booked on: how many of its tasks run there at once
+    widths: dict[tuple[int, str, StageKind], int] = field(default_factory=dict)
 
     @property
     def makespan_s(self) -> float:
@@ -69,9 +71,12 @@ class Plan:
         """Keep the timeline's bookings and derive each rack's sequence: its stages by first planned start."""
         self.bookings = timeline.bookings
         first: dict[tuple[int, str, StageKind], float] = {}
+        containers: dict[tuple[int, str, StageKind], set[int]] = {}
         for b in self.bookings:
             key = (b.rack, b.job_id, b.kind)
             first[key] = min(first.get(key, b.start_s), b.start_s)
+            containers.setdefault(key, set()).add(b.container)
+        self.widths = {key: len(used) for key, used in containers.items()}
         self.sequences = {r: [] for r in range(timeline.racks)}
         for (rack, job_id, kind), _ in sorted(first.items(), key=lambda e: (e[1], e[0][1], e[0][2].value)):
             self.sequences[rack].append((job_id, kind))
