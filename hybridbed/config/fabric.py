@@ -19,6 +19,10 @@ MAX_LINK_RATE_MBPS = 1000.0
 QUEUE_MS = 10.0
 MIN_QUEUE_PACKETS = 32
 FRAME_BYTES = 1514
+# The emulated hosts' TCP congestion control. The papers do not name one; their Hadoop clusters ran Linux, whose
+# default has been CUBIC since 2.6.19. A new network namespace otherwise inherits the machine's default (BBR on
+# some VMs), so results would depend on the machine the run happens on.
+DEFAULT_TCP_CONGESTION_CONTROL = "cubic"
 
 
 def queue_packets(rate_mbps: float) -> int:
@@ -53,6 +57,12 @@ class FabricSpec(BaseModel):
     ocs_ports_per_tor: int = Field(default=1, ge=1, le=8, description="circuits a ToR can have at once")
     variant: Literal["hybrid", "f-eps", "eps"] = Field(
         default="hybrid", description="f-eps: no OCS, EPS uplinks at the OCS rate; eps: no OCS, EPS as configured"
+    )
+    tcp_congestion_control: str = Field(
+        default=DEFAULT_TCP_CONGESTION_CONTROL,
+        pattern=r"^[a-z0-9_]+$",
+        description="emulation: the hosts' TCP congestion control (net.ipv4.tcp_congestion_control in each host's "
+        "namespace; one the kernel has loaded, see /proc/sys/net/ipv4/tcp_available_congestion_control)",
     )
     userspace_tso: bool = Field(
         default=False,

@@ -5,7 +5,8 @@ memory was measured (proportional set size, psutil) during `hybridbed compare sc
 2-core Debian VM with Python 3.11: scheduler 115 MB, controller 72 MB, ovs-vswitchd and ovsdb-server 22 MB
 together, the run's watchdog 20 MB (resident); per host an agent 12.6 MB and a Mininet shell 0.45 MB (14 shells: 8 hosts, 6 switches); 10.9 MB per task
 process. A fabric whose estimate exceeds the memory available is refused by field, instead of failing
-half-built. (The simulation backend has no such processes and takes any size.)
+half-built. (The simulation backend has no such processes and takes any size.) So is a TCP congestion control
+for the hosts that this machine's kernel does not have.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import psutil
 
 from hybridbed.config.scenario import Scenario
 from hybridbed.config.servers import place_racks
+from hybridbed.testbed.host_stack import available_congestion_controls, congestion_control_problems
 
 RUN_FIXED_MB = 230.0  # scheduler, controller, Open vSwitch and the watchdog
 HOST_MB = 13.5  # a worker agent and its Mininet shell, rounded up
@@ -33,8 +35,18 @@ def _hosts_here(scenario: Scenario) -> int:
     return racks_here * scenario.fabric.hosts_per_rack
 
 
-def emulation_problems(scenario: Scenario, available_mb: float | None = None) -> list[str]:
-    """Why this machine cannot emulate the scenario (one line per field), or nothing."""
+def emulation_problems(
+    scenario: Scenario, available_mb: float | None = None, congestion_controls: list[str] | None = None
+) -> list[str]:
+    """Why this machine, with `available_mb` of memory and `congestion_controls` in its kernel (by default what
+    it has now), cannot emulate the scenario (one line per field), or nothing."""
+    if congestion_controls is None:
+        congestion_controls = available_congestion_controls()
+    problems = congestion_control_problems(scenario.fabric.tcp_congestion_control, congestion_controls)
+    return problems + _memory_problems(scenario, available_mb)
+
+
+def _memory_problems(scenario: Scenario, available_mb: float | None) -> list[str]:
     if available_mb is None:
         available_mb = psutil.virtual_memory().available / 2**20
     need = emulation_memory_mb(scenario)

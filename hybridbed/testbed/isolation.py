@@ -15,13 +15,11 @@ import os
 import subprocess
 from pathlib import Path
 
+from hybridbed.testbed.host_stack import IPV6_OFF
 from hybridbed.workers.cgroups import CGROUP_GROUP, CGROUP_ROOT, CgroupTree
 
 CLONE_NEWNET = 0x40000000
 NETNS_DIR = Path("/run/netns")
-
-# The emulated network is IPv4 only; IPv6 would add router solicitations and MLD reports on every link.
-IPV6_OFF = ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]
 
 _libc = ctypes.CDLL(None, use_errno=True)
 

@@ -29,8 +29,9 @@ from hybridbed.config.addressing import EPS_DPID, HOST_PREFIX_LEN, OCS_DPID, Fab
 from hybridbed.config.fabric import FabricSpec, OcsSpec
 from hybridbed.config.servers import ServerSpec, place_racks
 from hybridbed.controller.client import DEFAULT_REST_PORT, FabricClient
+from hybridbed.testbed.host_stack import host_stack_command, route_congestion_control
 from hybridbed.testbed.interrupts import deferred_interrupts
-from hybridbed.testbed.isolation import IPV6_OFF, RunCgroup
+from hybridbed.testbed.isolation import RunCgroup
 from hybridbed.testbed.ovs import kernel_datapath_available
 from hybridbed.testbed.preflight import preflight
 from hybridbed.testbed.remote import (
@@ -167,7 +168,9 @@ class HybridNetwork:
     def start(self) -> None:
         t0 = time.monotonic()
         self._stopping.clear()
-        addresses = preflight(self.servers, self.rack_server) if self.servers else []  # before anything is built
+        addresses = (  # before anything is built
+            preflight(self.servers, self.rack_server, self.fabric.tcp_congestion_control) if self.servers else []
+        )
         self.local = ServerRun(self.userspace_tso)  # watched from here on
         self.record_id = self.local.run_id
         try:
@@ -356,9 +359,11 @@ class HybridNetwork:
         return self.fabric.userspace_tso and self.datapath == "user"
 
     def _configure_interfaces(self) -> None:
-        """Offloads off everywhere (the userspace datapath drops TCP otherwise; with userspace TSO, receive
-        offloads only), static ARP in hosts, and hosts' frames no larger than a tunnel between servers carries."""
+        """The hosts' stack (host_stack.py), offloads off everywhere (the userspace datapath drops TCP otherwise;
+        with userspace TSO, receive offloads only), static ARP in hosts, and hosts' frames no larger than a tunnel
+        between servers carries."""
         offloads = OFFLOADS_WITH_TSO if self.userspace_tso else OFFLOADS_OFF
+        congestion_control = self.fabric.tcp_congestion_control
         for host in self.net.hosts:
             intf = host.defaultIntf()
             neighbours = [
@@ -367,9 +372,15 @@ class HybridNetwork:
                 if a.name != host.name
             ]
             host.cmd(
-                " ".join(IPV6_OFF),
+                host_stack_command(str(intf), host.IP(), congestion_control),
                 f"; ip link set dev {intf} mtu {self.host_mtu}; ethtool -K {intf} {offloads}; " + "; ".join(neighbours),
             )
+            route = host.cmd(f"ip route show dev {intf}").strip()
+            if route_congestion_control(route) != congestion_control:
+                raise RuntimeError(
+                    f"host {host.name}'s route to the fabric ({route!r}) does not name fabric.tcp_congestion_control "
+                    f"{congestion_control!r}"
+                )
         for switch in self.net.switches:  # through the switch's shell: on its own server
             switch.cmd("; ".join(f"ethtool -K {intf} {offloads}" for intf in switch.intfNames() if intf != "lo"))
 

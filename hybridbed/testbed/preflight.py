@@ -2,8 +2,7 @@
 
 For each server, over ssh (paramiko, with the same identity and known hosts the run's ssh uses): it answers as
 root, runs the same hybridbed, Mininet and Open vSwitch versions and Open vSwitch datapath (kernel or userspace)
-as this machine, has the cgroup hierarchy and
-the tools the run uses, keeps its clock within MAX_CLOCK_OFFSET_S of this one's (flow and OCS times from every
+as this machine, has the cgroup hierarchy, the tools the run uses and the hosts' TCP congestion control, keeps its clock within MAX_CLOCK_OFFSET_S of this one's (flow and OCS times from every
 server land on one timeline), and has a core free for its Open vSwitch, whose userspace datapath forwards all the
 traffic of the racks placed there in one thread. Every problem is reported at once, per server.
 """
@@ -27,6 +26,7 @@ import paramiko
 import psutil
 
 from hybridbed.config.servers import ServersNotReady, ServerSpec
+from hybridbed.testbed.host_stack import available_congestion_controls, congestion_control_problems
 from hybridbed.testbed.ovs import kernel_datapath_available
 
 # Half the emulated JobPacker scenarios' 10 ms reconfiguration delay (scenarios/jobpacker-geni*.yaml): times from
@@ -51,6 +51,7 @@ class ServerFacts:
     cgroup: bool
     datapath: str  # Open vSwitch's: "kernel" where the openvswitch module loads, else "user"
     missing: list[str]
+    congestion_controls: list[str]  # the TCP congestion controls its kernel has
     cpus: int
     idle_cores: float
 
@@ -74,6 +75,7 @@ def gather_facts() -> ServerFacts:
         cgroup=any((Path("/sys/fs/cgroup") / h / "cgroup.procs").exists() for h in ("pids", "unified", "")),
         datapath="kernel" if kernel_datapath_available() else "user",
         missing=[tool for tool in TOOLS if shutil.which(tool) is None],
+        congestion_controls=available_congestion_controls(),
         cpus=cpus,
         idle_cores=cpus * (100 - psutil.cpu_percent(interval=IDLE_SAMPLE_S)) / 100,
     )
@@ -131,8 +133,11 @@ def _clock_offset(client: paramiko.SSHClient, python: str) -> float:
     return min(samples)[1]
 
 
-def problems(spec: ServerSpec, facts: ServerFacts, offset_s: float, here: ServerFacts, racks: int) -> list[str]:
-    """What keeps the server from taking `racks` racks of this run, one line each."""
+def problems(
+    spec: ServerSpec, facts: ServerFacts, offset_s: float, here: ServerFacts, racks: int, congestion_control: str
+) -> list[str]:
+    """What keeps the server from taking `racks` racks of this run, whose hosts run `congestion_control`, one line
+    each."""
     found = []
     if facts.uid != 0:
         found.append(f"runs commands as uid {facts.uid}; the emulation needs root")
@@ -143,6 +148,7 @@ def problems(spec: ServerSpec, facts: ServerFacts, offset_s: float, here: Server
         found.append("has no cgroup hierarchy under /sys/fs/cgroup (pids, unified or v2)")
     if facts.missing:
         found.append(f"lacks {', '.join(facts.missing)}")
+    found += congestion_control_problems(congestion_control, facts.congestion_controls)
     if abs(offset_s) > MAX_CLOCK_OFFSET_S:
         found.append(
             f"clock is {offset_s * 1000:+.1f} ms off this machine's (at most {MAX_CLOCK_OFFSET_S * 1000:g} ms: "
@@ -156,7 +162,7 @@ def problems(spec: ServerSpec, facts: ServerFacts, offset_s: float, here: Server
     return [f"server {spec.host}: {problem}" for problem in found]
 
 
-def preflight(servers: list[ServerSpec], rack_server: list[int]) -> list[str]:
+def preflight(servers: list[ServerSpec], rack_server: list[int], congestion_control: str) -> list[str]:
     """Each server's IPv4 address, the one checked and the one the run's tunnels and ssh sessions go to; raise
     ServersNotReady naming every problem of every server if there is any."""
     here = gather_facts()
@@ -169,7 +175,7 @@ def preflight(servers: list[ServerSpec], rack_server: list[int]) -> list[str]:
         except ServersNotReady as err:
             found.append(str(err))
             continue
-        found += problems(spec, facts, offset, here, rack_server.count(index))
+        found += problems(spec, facts, offset, here, rack_server.count(index), congestion_control)
     if found:
         raise ServersNotReady("servers not ready:\n  " + "\n  ".join(found))
     return addresses

@@ -184,6 +184,28 @@ def test_f_eps_variant_reaches_everything_at_the_ocs_rate():
         assert_goodput_is(net, fabric.ocs_rate_mbps)
 
 
+def test_hosts_run_the_fabrics_congestion_control_and_leave_the_machines_alone():
+    """A new namespace inherits the machine's default congestion control; the hosts' connections must run the
+    fabric's instead, on both ends, and the machine's settings stay as they were. The fabric's differs from the
+    machine's default here, so the test tells them apart on any machine."""
+    settings = ("tcp_congestion_control", "tcp_allowed_congestion_control")
+    machine_settings = [Path("/proc/sys/net/ipv4") / name for name in settings]
+    before = [path.read_text() for path in machine_settings]
+    wanted = "cubic" if before[0].strip() == "reno" else "reno"  # both are always built in
+    with HybridNetwork(FabricSpec(racks=2, hosts_per_rack=1, tcp_congestion_control=wanted)) as net:
+        ends = [(net.host(0, 0), net.plan.host(1, 0).ip), (net.host(1, 0), net.plan.host(0, 0).ip)]
+        flow = threading.Thread(target=probes.goodput, args=(net, [((0, 0), (1, 0))]), kwargs={"seconds": 2})
+        flow.start()
+        seen = ["", ""]  # the sender's connection (it opened it), the receiver's (it accepted it)
+        while flow.is_alive() and not all("ESTAB" in text for text in seen):
+            time.sleep(0.2)
+            seen = [host.cmd(f"ss -tin dst {peer}") for host, peer in ends]
+        flow.join()
+    for text in seen:
+        assert "ESTAB" in text and wanted in text.split(), text
+    assert [path.read_text() for path in machine_settings] == before
+
+
 def test_a_killed_controller_is_restarted_with_its_circuits_and_events_and_the_switches_keep_forwarding():
     with HybridNetwork(FabricSpec(racks=3, hosts_per_rack=1), OcsSpec(reconfig_delay_ms=10)) as net:
         pinned = [{"src_rack": 0, "dst_rack": 1, "src_port": 0, "dst_port": 0}]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -189,6 +190,18 @@ def test_an_emulated_fabric_larger_than_the_machine_is_refused_before_anything_i
     small = load_scenario(QUICKSTART)
     assert emulation_problems(small, available_mb=emulation_memory_mb(small) / MEMORY_SHARE + 1) == []
     assert emulation_problems(small, available_mb=emulation_memory_mb(small) / MEMORY_SHARE - 1)
+
+
+def test_a_congestion_control_the_kernel_lacks_is_refused_before_anything_is_built(tmp_path):
+    quick = load_scenario(QUICKSTART)
+    assert quick.fabric.tcp_congestion_control == "cubic"  # not the machine's default, whatever that is
+    (problem,) = emulation_problems(quick, congestion_controls=["reno", "bbr"])
+    assert problem.startswith("fabric.tcp_congestion_control: 'cubic' is not in") and "reno bbr" in problem
+    assert emulation_problems(quick, congestion_controls=["reno", "cubic"]) == []
+    for value, error in [("no_such_cc", "'no_such_cc' is not in"), ("cubic; reboot", "tcp_congestion_control")]:
+        data = {**quickstart(), "fabric": {**quickstart()["fabric"], "tcp_congestion_control": value}}
+        with pytest.raises(SpecError, match=re.escape(error)):
+            load_scenario(write(tmp_path, yaml.safe_dump(data)))
 
 
 def test_a_fabric_spread_over_servers_is_weighed_by_the_hosts_on_this_machine():

@@ -81,14 +81,14 @@ def test_a_tunnel_carries_ethernet_frames_or_what_the_underlay_leaves():
 
 def _facts(**fields) -> ServerFacts:
     base = dict(
-        uid=0, hybridbed="0.1.0", mininet="2.3.0", ovs="3.1.0", cgroup=True, datapath="user", missing=[], cpus=4,
-        idle_cores=3.5,
+        uid=0, hybridbed="0.1.0", mininet="2.3.0", ovs="3.1.0", cgroup=True, datapath="user", missing=[],
+        congestion_controls=["reno", "cubic"], cpus=4, idle_cores=3.5,
     )  # fmt: skip
     return ServerFacts(**{**base, **fields})
 
 
 def test_a_ready_server_passes_the_preflight():
-    assert problems(_server(), _facts(), 0.001, _facts(), racks=2) == []
+    assert problems(_server(), _facts(), 0.001, _facts(), racks=2, congestion_control="cubic") == []
 
 
 @pytest.mark.parametrize(
@@ -101,8 +101,9 @@ def test_a_ready_server_passes_the_preflight():
         (_facts(missing=["mnexec"]), 0.0, "lacks mnexec"),
         (_facts(), MAX_CLOCK_OFFSET_S * 2, "clock is +10.0 ms off"),
         (_facts(idle_cores=0.4), 0.0, "0.4 idle cores"),
+        (_facts(congestion_controls=["reno", "bbr"]), 0.0, "fabric.tcp_congestion_control: 'cubic' is not in"),
     ],
 )
 def test_each_preflight_problem_is_named_with_its_server(facts, offset, found):
-    (problem,) = problems(_server("srv7"), facts, offset, _facts(), racks=2)
+    (problem,) = problems(_server("srv7"), facts, offset, _facts(), racks=2, congestion_control="cubic")
     assert problem.startswith("server srv7: ") and found in problem
