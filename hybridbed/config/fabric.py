@@ -61,8 +61,8 @@ class FabricSpec(BaseModel):
     tcp_congestion_control: str = Field(
         default=DEFAULT_TCP_CONGESTION_CONTROL,
         pattern=r"^[a-z0-9_]+$",
-        description="emulation: the hosts' TCP congestion control (net.ipv4.tcp_congestion_control in each host's "
-        "namespace; one the kernel has loaded, see /proc/sys/net/ipv4/tcp_available_congestion_control)",
+        description="emulation: the hosts' TCP congestion control, set on each host's route to the fabric (one the "
+        "kernel has: /proc/sys/net/ipv4/tcp_available_congestion_control)",
     )
     userspace_tso: bool = Field(
         default=False,

@@ -2,9 +2,10 @@
 
 For each server, over ssh (paramiko, with the same identity and known hosts the run's ssh uses): it answers as
 root, runs the same hybridbed, Mininet and Open vSwitch versions and Open vSwitch datapath (kernel or userspace)
-as this machine, has the cgroup hierarchy, the tools the run uses and the hosts' TCP congestion control, keeps its clock within MAX_CLOCK_OFFSET_S of this one's (flow and OCS times from every
-server land on one timeline), and has a core free for its Open vSwitch, whose userspace datapath forwards all the
-traffic of the racks placed there in one thread. Every problem is reported at once, per server.
+as this machine, has the cgroup hierarchy, the tools the run uses and the hosts' TCP congestion control, keeps
+its clock within MAX_CLOCK_OFFSET_S of this one's (flow and OCS times from every server land on one timeline),
+and has a core free for its Open vSwitch, whose userspace datapath forwards all the traffic of the racks placed
+there in one thread. Every problem is reported at once, per server.
 """
 
 from __future__ import annotations

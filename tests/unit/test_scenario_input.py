@@ -194,7 +194,7 @@ def test_an_emulated_fabric_larger_than_the_machine_is_refused_before_anything_i
 
 def test_a_congestion_control_the_kernel_lacks_is_refused_before_anything_is_built(tmp_path):
     quick = load_scenario(QUICKSTART)
-    assert quick.fabric.tcp_congestion_control == "cubic"  # not the machine's default, whatever that is
+    assert quick.fabric.tcp_congestion_control == "cubic"  # the default, whatever the machine's is
     (problem,) = emulation_problems(quick, congestion_controls=["reno", "bbr"])
     assert problem.startswith("fabric.tcp_congestion_control: 'cubic' is not in") and "reno bbr" in problem
     assert emulation_problems(quick, congestion_controls=["reno", "cubic"]) == []
