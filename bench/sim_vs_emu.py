@@ -61,9 +61,12 @@ def numbers_table(title: str, columns: tuple[str, ...], caption: str | None = No
     return table
 
 
-def makespan_table(emulated: Path, simulated: Path, setups: list[str], console: Console) -> None:
-    sim = pd.read_csv(simulated / "comparison.csv").set_index("setup")
-    emu = pd.read_csv(emulated / "comparison.csv").set_index("setup")
+def comparison_rows(comparison: Path) -> pd.DataFrame:
+    """A comparison's comparison.csv, one row per setup."""
+    return pd.read_csv(comparison / "comparison.csv").set_index("setup")
+
+
+def makespan_table(emu: pd.DataFrame, sim: pd.DataFrame, setups: list[str], console: Console) -> None:
     table = numbers_table(
         "simulated vs emulated makespan",
         (
@@ -91,22 +94,15 @@ def makespan_table(emulated: Path, simulated: Path, setups: list[str], console: 
     )
 
 
-JCT_MEASURES = {
-    "median": "jct_median_s",
-    "mean": "jct_mean_s",
-    "p95": "jct_p95_s",
-    "median recurring": "jct_median_recurring_s",
-    "median ad hoc": "jct_median_adhoc_s",
-}
+JCT_MEASURES = {"median": "jct_median_s", "mean": "jct_mean_s", "p95": "jct_p95_s"}
+JCT_BY_KIND = {"median recurring": "jct_median_recurring_s", "median ad hoc": "jct_median_adhoc_s"}
 
 
-def jct_table(emulated: Path, simulated: Path, setups: list[str], console: Console) -> None:
+def jct_table(emu: pd.DataFrame, sim: pd.DataFrame, setups: list[str], console: Console) -> None:
     """Per setup, its JCT measures on both backends and their ratio (the recurring and ad-hoc medians only where
     the workload has ad-hoc jobs)."""
-    sim = pd.read_csv(simulated / "comparison.csv").set_index("setup")
-    emu = pd.read_csv(emulated / "comparison.csv").set_index("setup")
-    mixed = emu[JCT_MEASURES["median ad hoc"]].notna().any()
-    measures = {name: column for name, column in JCT_MEASURES.items() if mixed or not name.startswith("median ")}
+    mixed = emu[JCT_BY_KIND["median ad hoc"]].notna().any()
+    measures = JCT_MEASURES | JCT_BY_KIND if mixed else JCT_MEASURES
     table = numbers_table("JCT, s: emulated / simulated, simulated / emulated", ("setup", *measures))
     for setup in setups:
         cells = []
@@ -229,8 +225,8 @@ def main() -> None:
         parser.error("--emulated and --simulated go together")
     if args.emulated:
         emulated, simulated = args.emulated, args.simulated
-        simulated_setups = set(pd.read_csv(simulated / "comparison.csv").setup)
-        setups = [s for s in pd.read_csv(emulated / "comparison.csv").setup if s in simulated_setups]
+        simulated_setups = set(comparison_rows(simulated).index)
+        setups = [s for s in comparison_rows(emulated).index if s in simulated_setups]
         if args.policies:
             wanted = args.policies.split(",")
             if missing := [s for s in wanted if s not in setups]:
@@ -243,8 +239,9 @@ def main() -> None:
         setups_wanted = args.policies.split(",") if args.policies else None
         emulated, simulated, setups = run_both(args.scenario, setups_wanted, out, args.capture_packets)
     console = Console(width=160)  # the tables' columns whole, also into a file
-    makespan_table(emulated, simulated, setups, console)
-    jct_table(emulated, simulated, setups, console)
+    emu, sim = comparison_rows(emulated), comparison_rows(simulated)
+    makespan_table(emu, sim, setups, console)
+    jct_table(emu, sim, setups, console)
     runs = {setup: (load(emulated / setup), load(simulated / setup)) for setup in setups}
     phase_table(runs, console).to_csv(out / "sim_vs_emu_phases.csv")
     console.print(f"phases side by side: {out / 'sim_vs_emu_phases.csv'}")
