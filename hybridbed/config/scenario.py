@@ -100,6 +100,13 @@ class ShapeSpec(_Strict):
     task_overhead_s: float = Field(
         default=TASK_OVERHEAD_S, ge=0, description="compute every task spends besides its bytes"
     )
+    compute_scale: float = Field(
+        default=1.0,
+        gt=0,
+        le=1,
+        description="the share of a task's full-scale bytes its compute is reckoned on: 1, as at full scale;"
+        " 0.01, the JobPacker paper's GENI tasks, whose input and output it shrank by 100 (§5.1.3)",
+    )
 
 
 class SuiteSpec(_Strict):

@@ -28,6 +28,7 @@ def job_shape(spec: ShapeSpec) -> JobShape:
         spec.map_rate_mb_s * MB,
         spec.reduce_rate_mb_s * MB,
         spec.task_overhead_s,
+        spec.compute_scale,
     )
 
 

@@ -11,7 +11,10 @@ Task durations follow a processing-rate model:
 Network transfer time is not in these numbers: it is what the emulated network (or the simulator's
 flow model) makes of the bytes. `scale` shrinks every byte count together with the link rates; the
 rates above are applied to the shrunk bytes after being shrunk by the same factor, so compute times
-stay what they would be at full scale.
+stay what they would be at full scale. `compute_scale` reckons compute on a share of the full-scale
+bytes instead: the JobPacker paper's GENI emulation shrank every task's input and output by 100
+(§5.1.3), so a task that really processed its data computed on a hundredth of it, while its transfers,
+over links shrunk alike, took as long as at full scale.
 
 The defaults are Hadoop's and the JobPacker paper's: the split is HDFS's default block; the bytes per
 reducer give the paper's Fig. 5 job (about 90 GB of shuffle, §4.3.1) its 169 reducers; the rates give
@@ -45,6 +48,7 @@ class JobShape:
     map_rate_bytes_s: float = MAP_RATE_BYTES_S
     reduce_rate_bytes_s: float = REDUCE_RATE_BYTES_S
     task_overhead_s: float = TASK_OVERHEAD_S
+    compute_scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,8 @@ def derive_job(
     n_reduces = math.ceil(shuf / max(1, shape.reduce_input_bytes * scale)) if shuf else 0
     n_maps = min(n_maps, shape.max_maps or n_maps)
     n_reduces = min(n_reduces, shape.max_reduces or n_reduces)
-    map_rate, reduce_rate = shape.map_rate_bytes_s * scale, shape.reduce_rate_bytes_s * scale
+    rate_scale = scale / shape.compute_scale
+    map_rate, reduce_rate = shape.map_rate_bytes_s * rate_scale, shape.reduce_rate_bytes_s * rate_scale
     map_s = shape.task_overhead_s + inp / n_maps / map_rate
     reduce_s = shape.task_overhead_s + ((shuf + out) / n_reduces / reduce_rate if n_reduces else 0.0)
     if predicted is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -67,6 +68,18 @@ def test_task_counts_and_durations_follow_the_rate_model():
     assert scaled.map_compute_s == pytest.approx(job.map_compute_s)  # scale keeps compute times
 
 
+def test_compute_scale_shrinks_the_bytes_compute_is_reckoned_on_and_nothing_else():
+    """GENI's tasks processed a hundredth of their full-scale data: their compute shrinks, their overhead,
+    task counts and bytes do not."""
+    shape = JobShape(block_bytes=100, reduce_input_bytes=1000, map_rate_bytes_s=10, reduce_rate_bytes_s=20)
+    full = derive_job("j", 0.0, 1_000, 2_500, 500, shape, 0.1, recurring=False)
+    geni = derive_job("j", 0.0, 1_000, 2_500, 500, replace(shape, compute_scale=0.01), 0.1, recurring=False)
+    overhead = shape.task_overhead_s
+    assert (geni.n_maps, geni.n_reduces, geni.shuffle_bytes) == (full.n_maps, full.n_reduces, full.shuffle_bytes)
+    assert geni.map_compute_s - overhead == pytest.approx((full.map_compute_s - overhead) / 100, abs=1e-3)
+    assert geni.reduce_compute_s - overhead == pytest.approx((full.reduce_compute_s - overhead) / 100, abs=1e-3)
+
+
 def test_the_default_shape_gives_the_fig5_job_its_tasks_and_durations_and_caps_nothing():
     """Hadoop's 128 MB split and Fig. 5's job (3472 maps, 169 reduces, about 90 GB of shuffle) at its task times."""
     shape = JobShape()
@@ -111,6 +124,7 @@ def test_quickstart_scenario_is_valid_and_deterministic():
         ({"workers": {"slots_per_host": 8, "memory_mb_per_host": 1024}}, "slots_per_host 8"),
         ({"workload": {"jobs": "many"}}, "workload.jobs"),
         ({"colour": "blue"}, "colour"),
+        ({"workload": {"shape": {"compute_scale": 2}}}, "workload.shape.compute_scale"),
         ({"workload": {"source": "swim", "trace": "/nonexistent.tsv"}}, "trace"),
         ({"scheduler": {"policy": "nope"}}, "policy: unknown policy 'nope'"),
         ({"scheduler": {"policy_params": {"jobpacker": {"sub_batches": 0}}}}, "policy_params.jobpacker: .*sub_batches"),
