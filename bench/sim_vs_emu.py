@@ -11,7 +11,7 @@ within 2 % of each other on either backend rank as a tie). Online and mixed scen
 arrival, so there the JCT table says more: each setup's median, mean and p95 JCT on both backends (and the
 recurring and ad-hoc medians where the workload has both).
 
-Runs the emulation, so as root (about 5 minutes for the quickstart scenario, 45 for jobpacker-geni); both
+Runs the emulation, so as root (about 5 minutes for the quickstart scenario, an hour for jobpacker-geni); both
 comparisons stay in --out. Given --emulated and --simulated comparison directories, it only reads them:
     .venv/bin/python bench/sim_vs_emu.py [scenario.yaml] [--policies fair,corral,jobpacker,f-eps] [--out DIR]
                                          [--capture-packets]
