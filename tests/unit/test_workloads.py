@@ -20,6 +20,7 @@ from hybridbed.config.constants import (
 )
 from hybridbed.config.validation import SpecError
 from hybridbed.experiments.scenarios import load_scenario
+from hybridbed.workloads.bounds import makespan_lower_bounds
 from hybridbed.workloads.build import build_workload
 from hybridbed.workloads.derivation import JobShape, Predictions, derive_job, make_jobs
 from hybridbed.workloads.swim import TraceError, read_swim, read_swim_files
@@ -173,6 +174,18 @@ def test_geni_scenarios_select_the_papers_jobs_from_the_vendored_trace(variant):
     recurring = sum(j.recurring for j in jobs)
     assert recurring == 200 if variant != "-mixed" else 70 < recurring < 130
     assert (max(j.arrival_s for j in jobs) > 0) == (variant != "")
+
+
+@pytest.mark.parametrize("variant", ["", "-online", "-mixed"])
+def test_geni_scenarios_are_network_bound_on_genis_bytes_and_compute_bound_on_full_scale_ones(variant):
+    """The reading the paper's F-EPS supports: with compute on GENI's shrunk bytes the links bound the run."""
+    path = REPO / "scenarios" / f"jobpacker-geni{variant}.yaml"
+    geni = makespan_lower_bounds(load_scenario(path))
+    full = makespan_lower_bounds(load_scenario(path, {"workload.shape.compute_scale": 1.0}))
+    network = "network (every fetch remote)"
+    assert geni[network] == full[network]
+    assert geni[network] > geni["cores"] and full["cores"] > full[network]
+    assert full["cores"] > 40 * geni["cores"]  # a hundredth of the bytes; the tasks' overhead stays
 
 
 def test_the_tetris_suite_draws_the_papers_classes_and_demands():
