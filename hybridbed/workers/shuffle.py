@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 import random
 import time
 from collections.abc import Callable, Collection, Hashable
@@ -82,6 +83,9 @@ class HostPool:
             self._at[last] = at
 
 
+_hosts_of = operator.attrgetter("hosts")  # a HostPool's hosts
+
+
 @dataclass(frozen=True)
 class GroupTally:
     """How map hosts are grouped and their outputs sized: the simulator groups hosts by rack, and the bytes
@@ -140,11 +144,9 @@ class ShuffleFetches:
         if len(self.in_flight) >= self.parallel:
             return [], []
         penalized = self._penalized_now()
-        passed = [
-            group
-            for group, pool in self._free.items()
-            if group in dark and (not penalized or any(host not in penalized for host in pool.hosts))
-        ]
+        passed = list(itertools.compress(self._free, map(dark.__contains__, self._free)))
+        if penalized:
+            passed = [group for group in passed if any(host not in penalized for host in self._free[group].hosts)]
         return self._connect(self._draw(dark)), passed
 
     def _draw(self, dark: Collection[Hashable]) -> list[str]:
@@ -153,7 +155,10 @@ class ShuffleFetches:
         room = self.parallel - len(self.in_flight)
         if room <= 0:
             return []
-        pools = [pool.hosts for group, pool in self._free.items() if group not in dark]  # none empty
+        # none empty; gathered without a Python step per group: a reducer's fetchers draw at every connection's
+        # end, and at 10x scale its map hosts span up to 200 racks
+        lit = map(operator.not_, map(dark.__contains__, self._free))
+        pools = list(map(_hosts_of, itertools.compress(self._free.values(), lit) if dark else self._free.values()))
         penalized = self._penalized_now()
         if penalized:  # rare: only after a broken connection
             pools = [[host for host in hosts if host not in penalized] for hosts in pools]
@@ -163,7 +168,7 @@ class ShuffleFetches:
         bounds = list(itertools.accumulate(map(len, pools)))
         total = bounds[-1] if bounds else 0
         if room >= total:
-            return [host for hosts in pools for host in hosts]
+            return list(itertools.chain.from_iterable(pools))
         drawn = []
         for at in self.rng.sample(range(total), room):  # an index into the pools laid end to end
             which = bisect.bisect_right(bounds, at)
