@@ -19,7 +19,7 @@ import itertools
 import operator
 import random
 import time
-from collections.abc import Callable, Collection, Hashable
+from collections.abc import Callable, Collection, Hashable, Iterable
 from dataclasses import dataclass, field
 
 from hybridbed.config.constants import PARALLEL_FETCHES
@@ -157,8 +157,10 @@ class ShuffleFetches:
             return []
         # none empty; gathered without a Python step per group: a reducer's fetchers draw at every connection's
         # end, and at 10x scale its map hosts span up to 200 racks
-        lit = map(operator.not_, map(dark.__contains__, self._free))
-        pools = list(map(_hosts_of, itertools.compress(self._free.values(), lit) if dark else self._free.values()))
+        free: Iterable[HostPool] = self._free.values()
+        if dark:
+            free = itertools.compress(free, map(operator.not_, map(dark.__contains__, self._free)))
+        pools = list(map(_hosts_of, free))
         penalized = self._penalized_now()
         if penalized:  # rare: only after a broken connection
             pools = [[host for host in hosts if host not in penalized] for hosts in pools]
