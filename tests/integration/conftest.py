@@ -31,16 +31,16 @@ def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     )
 
 
-def assert_goodput_is(net: HybridNetwork, configured: float) -> None:
-    """A 4 s TCP sample from rack 0's first host to rack 1's is within [0.90, 1.05] of `configured` Mb/s. A sample
-    that falls short is taken once more: the shaper bounds every sample from above, while this 2-core VM's other
-    work can only lower one, so a short sample may be the machine, two are the path."""
+def assert_goodput_is(net: HybridNetwork, configured: float, floor: float = 0.90) -> None:
+    """A 4 s TCP sample from rack 0's first host to rack 1's is within [`floor`, 1.05] of `configured` Mb/s. A
+    sample that falls short is taken once more: the shaper bounds every sample from above, while this 2-core VM's
+    other work can only lower one, so a short sample may be the machine, two are the path."""
     samples = []
     for _ in range(2):
         mbps = probes.goodput(net, [((0, 0), (1, 0))], seconds=4)[0].mbps
         assert mbps <= 1.05 * configured, f"{mbps:.2f} Mb/s on a {configured} Mb/s path"
         samples.append(round(mbps, 2))
-        if mbps >= 0.90 * configured:
+        if mbps >= floor * configured:
             return
     raise AssertionError(f"{samples} Mb/s on a {configured} Mb/s path")
 
