@@ -7,12 +7,12 @@ Nothing is found by name or pattern, so other people's networks, bridges and pro
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 from hybridbed.config.servers import ServerSpec
@@ -64,19 +64,13 @@ def clean_run(manifest: RunManifest) -> list[str]:
 
 
 def _remove_tree(path: Path) -> None:
-    """Remove the directory tree; an entry that another cleanup of the same run (`hybridbed clean --force`,
-    the watchdog) removed first is gone, as wanted, and any other error stands. (rmtree's error handler is
-    `onexc` from Python 3.12, which deprecates `onerror`.)"""
-    if sys.version_info >= (3, 12):
-        shutil.rmtree(path, onexc=_unless_already_gone)
-    else:
-        shutil.rmtree(path, onerror=lambda function, entry, info: _unless_already_gone(function, entry, info[1]))
-
-
-def _unless_already_gone(function: object, path: str, error: BaseException) -> None:
-    """The tree removal's error handler: a missing entry is what the removal wanted; any other error stands."""
-    if not isinstance(error, FileNotFoundError):
-        raise error
+    """Remove the directory tree. An entry that another cleanup of the same run (`hybridbed clean --force`, the
+    watchdog) removed first is gone, as wanted: the removal starts again over what is left, which ends, as
+    entries only go; any other error stands. (Catching the error rather than handing rmtree a handler keeps
+    one way on every Python: the handler's keyword is `onerror` before 3.12 and `onexc` from it.)"""
+    while path.exists():
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(path)
 
 
 def _clean_remote_part(part: dict) -> str:
