@@ -1,15 +1,17 @@
-"""Does a ToR's OCS port drain its queue at its rate? The GENI runs' verdicts found ToR-to-OCS ports holding a
+"""Do ToRs' OCS ports drain their queues at their rate? The GENI runs' verdicts found ToR-to-OCS ports holding a
 growing queue for seconds while they sent a fifth of their rate (docs/reproductions.md, the GENI mixed scenario
-emulated); this bench looks for that on a small fabric. It lights rack 0's circuit to rack 1 (10 Mb/s, hosts at
-10 Mb/s, a 1 Mb/s EPS), sends two TCP flows paced at 1 Mb/s over it (the GENI task cap), fills the EPS back path
-their acknowledgements take with a third flow, and reads the OCS port's queue every SAMPLE_S. Per phase it
-prints how often a queue was held, and every stretch in which a queue stood at each sample for MIN_EPISODE_S or
+emulated); this bench looks for that on the GENI fabric's links (one host per rack at 10 Mb/s, 10 Mb/s circuits,
+a 1 Mb/s EPS). It lights circuits (rack 0 to 1 on two racks; a ring, each rack to the next, on more), sends two
+TCP flows paced at 1 Mb/s (the GENI task cap) over each, fills the EPS back path their acknowledgements take
+with an unpaced flow the other way, and reads the circuits' ToR ports every --sample-s. Per phase it prints how
+often a port held a queue, and every stretch in which a port's queue stood at each sample for MIN_EPISODE_S or
 longer, with what the port sent meanwhile (a port that drains at its rate sends at it while its queue stands).
 Phases: HTB's `cburst` as the fabric sets it or at a value given, alone or beside CPU-bound processes.
 
 Runs the emulation, so as root; about a minute per phase:
-    .venv/bin/python bench/ocs_port_drain.py [--seconds 40] [--phases fabric:0,fabric:2,3028:2]
-    (a phase is CBURST:HOGS; CBURST `fabric` keeps the port's class as built, a number sets it in bytes)
+    .venv/bin/python bench/ocs_port_drain.py [--racks 2] [--seconds 40] [--sample-s 0.02]
+                                             [--phases fabric:0,fabric:2,3028:2]
+    (a phase is CBURST:HOGS; CBURST `fabric` keeps the ports' class as built, a number sets it in bytes)
 """
 
 from __future__ import annotations
@@ -25,11 +27,19 @@ from hybridbed.config.fabric import FRAME_BYTES, FabricSpec, OcsSpec
 from hybridbed.testbed.network import HybridNetwork
 from hybridbed.testbed.shaping import burst_bytes
 
-SAMPLE_S = 0.02  # between two reads of the port's queue
 MIN_EPISODE_S = 0.1  # a queue held this long drains at 10 Mb/s only if the port sends at its rate
 PACED_MBPS = 1  # each circuit flow's rate: the GENI scenarios' per-task cap
-FABRIC = FabricSpec(racks=2, hosts_per_rack=1, host_rate_mbps=10, eps_rate_mbps=1, ocs_rate_mbps=10)
-IPERF_PORTS = (5001, 5002, 5003)  # the two paced circuit flows, then the one that fills the EPS back path
+PACED_PER_CIRCUIT = 2
+FIRST_PORT = 5001  # iperf's ports, one per flow
+
+
+def fabric(racks: int) -> FabricSpec:
+    return FabricSpec(racks=racks, hosts_per_rack=1, host_rate_mbps=10, eps_rate_mbps=1, ocs_rate_mbps=10)
+
+
+def circuits(racks: int) -> list[tuple[int, int]]:
+    """Rack 0 to 1 on two racks (the way back stays on the EPS); each rack to the next on more."""
+    return [(0, 1)] if racks == 2 else [(rack, (rack + 1) % racks) for rack in range(racks)]
 
 
 @dataclass(frozen=True)
@@ -39,45 +49,47 @@ class Sample:
     backlog_bytes: int
 
 
-def read_port(dev: str) -> Sample:
-    """The port's root qdisc (HTB sums its child's counters)."""
-    out = subprocess.run(["tc", "-s", "-j", "qdisc", "show", "dev", dev], capture_output=True, text=True, check=True)
-    root = next(q for q in json.loads(out.stdout) if q.get("root"))
-    return Sample(time.monotonic(), root["bytes"], root["backlog"])
+def read_ports(devs: list[str]) -> dict[str, Sample]:
+    """Each port's root qdisc (HTB sums its child's counters), from one `tc` for them all."""
+    out = subprocess.run(["tc", "-s", "-j", "qdisc", "show"], capture_output=True, text=True, check=True)
+    now = time.monotonic()
+    roots = {q["dev"]: q for q in json.loads(out.stdout) if q.get("root") and q["dev"] in devs}
+    return {dev: Sample(now, roots[dev]["bytes"], roots[dev]["backlog"]) for dev in devs}
 
 
-def set_cburst(dev: str, cburst: str) -> str:
-    """Give the port's HTB class this cburst (`fabric`: as built); returns the class as tc shows it."""
-    if cburst != "fabric":
-        rate = FABRIC.ocs_rate_mbps
+def set_cburst(devs: list[str], cburst: str, rate_mbps: float) -> str:
+    """Give the ports' HTB class this cburst (`fabric`: as built); returns the first port's class as tc shows it."""
+    for dev in devs if cburst != "fabric" else []:
         subprocess.run(
-            ["tc", "class", "change", "dev", dev, "parent", "5:0", "classid", "5:1", "htb", "rate", f"{rate:g}Mbit",
-             "burst", str(burst_bytes(rate)), "cburst", cburst, "quantum", str(FRAME_BYTES)],
+            ["tc", "class", "change", "dev", dev, "parent", "5:0", "classid", "5:1", "htb", "rate", f"{rate_mbps:g}Mbit",
+             "burst", str(burst_bytes(rate_mbps)), "cburst", cburst, "quantum", str(FRAME_BYTES)],
             check=True,
         )  # fmt: skip
-    return subprocess.run(["tc", "-d", "class", "show", "dev", dev], capture_output=True, text=True).stdout.strip()
+    return subprocess.run(["tc", "-d", "class", "show", "dev", devs[0]], capture_output=True, text=True).stdout.strip()
 
 
-def sample_under_load(net: HybridNetwork, dev: str, seconds: float) -> list[Sample]:
-    """The port's queue every SAMPLE_S for `seconds`, while the flows run (they are ended here, by pid)."""
-    src, dst = net.host(0, 0), net.host(1, 0)
+def sample_under_load(net: HybridNetwork, devs: list[str], seconds: float, every_s: float) -> list[dict[str, Sample]]:
+    """The ports' queues every `every_s` for `seconds`, while the flows run (they are ended here, by pid)."""
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    receivers = [dst.popen(["iperf", "-s", "-p", str(p)], **quiet) for p in IPERF_PORTS[:2]]
-    receivers.append(src.popen(["iperf", "-s", "-p", str(IPERF_PORTS[2])], **quiet))
-    procs = list(receivers)
+    flows = []  # (sender, receiver, iperf options)
+    for a, b in circuits(net.fabric.racks):
+        flows += [(net.host(a, 0), net.host(b, 0), ["-b", f"{PACED_MBPS}M"])] * PACED_PER_CIRCUIT
+        flows.append((net.host(b, 0), net.host(a, 0), []))  # over the EPS: the circuit flows' way back
+    procs = [
+        receiver.popen(["iperf", "-s", "-p", str(FIRST_PORT + i)], **quiet) for i, (_, receiver, _) in enumerate(flows)
+    ]
     try:
         time.sleep(1.0)  # the receivers listen
         duration = str(int(seconds) + 3)
-        for port in IPERF_PORTS[:2]:
-            cmd = ["iperf", "-c", dst.IP(), "-p", str(port), "-b", f"{PACED_MBPS}M", "-t", duration]
-            procs.append(src.popen(cmd, **quiet))
-        procs.append(dst.popen(["iperf", "-c", src.IP(), "-p", str(IPERF_PORTS[2]), "-t", duration], **quiet))
+        for i, (sender, receiver, options) in enumerate(flows):
+            cmd = ["iperf", "-c", receiver.IP(), "-p", str(FIRST_PORT + i), *options, "-t", duration]
+            procs.append(sender.popen(cmd, **quiet))
         time.sleep(2.0)  # past slow start
         samples = []
         end = time.monotonic() + seconds
         while time.monotonic() < end:
-            samples.append(read_port(dev))
-            time.sleep(SAMPLE_S)
+            samples.append(read_ports(devs))
+            time.sleep(every_s)
         return samples
     finally:
         for proc in procs:
@@ -99,36 +111,50 @@ def episodes(samples: list[Sample]) -> list[tuple[Sample, Sample, int]]:
     return found
 
 
-def report(phase: str, samples: list[Sample]) -> None:
-    span = samples[-1].at - samples[0].at
-    mbps = (samples[-1].sent_bytes - samples[0].sent_bytes) * 8 / span / 1e6
-    held = sum(s.backlog_bytes > 0 for s in samples) / len(samples)
-    stretches = episodes(samples)
-    print(f"phase {phase}: {len(samples)} samples over {span:.1f} s; the port sent {mbps:.2f} Mb/s; a queue in "
-          f"{held:.1%} of the samples; {len(stretches)} stretches of {MIN_EPISODE_S:g} s or more")  # fmt: skip
-    for first, last, deepest in stretches:
-        seconds = last.at - first.at
-        rate = (last.sent_bytes - first.sent_bytes) * 8 / seconds / 1e6
-        print(f"  {seconds:.2f} s sending {rate:.2f} Mb/s of {FABRIC.ocs_rate_mbps:g}, queue up to {deepest} B")
+def report(phase: str, samples: list[dict[str, Sample]], rate_mbps: float) -> None:
+    span = samples[-1][next(iter(samples[0]))].at - samples[0][next(iter(samples[0]))].at
+    print(f"phase {phase}: {len(samples)} samples of {len(samples[0])} ports over {span:.1f} s")
+    for dev in samples[0]:
+        series = [sample[dev] for sample in samples]
+        mbps = (series[-1].sent_bytes - series[0].sent_bytes) * 8 / span / 1e6
+        held = sum(s.backlog_bytes > 0 for s in series) / len(series)
+        stretches = episodes(series)
+        slowest = min(
+            ((last.sent_bytes - first.sent_bytes) * 8 / (last.at - first.at) / 1e6 for first, last, _ in stretches),
+            default=None,
+        )
+        print(f"  {dev}: sent {mbps:.2f} Mb/s, a queue in {held:.1%} of the samples, {len(stretches)} stretches of "
+              f"{MIN_EPISODE_S:g} s or more" + (f", the slowest sending {slowest:.2f} Mb/s of {rate_mbps:g}" if stretches else ""))  # fmt: skip
+        for first, last, deepest in stretches:
+            rate = (last.sent_bytes - first.sent_bytes) * 8 / (last.at - first.at) / 1e6
+            if rate < 0.5 * rate_mbps:
+                print(f"    {last.at - first.at:.2f} s sending {rate:.2f} Mb/s, queue up to {deepest} B")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--racks", type=int, default=2, help="racks of one host (2 or more)")
     parser.add_argument("--seconds", type=float, default=40.0, help="sampled seconds per phase")
+    parser.add_argument("--sample-s", type=float, default=0.02, help="seconds between reads of the ports")
     parser.add_argument("--phases", default="fabric:0,fabric:2,3028:2", help="CBURST:HOGS, comma-separated")
     args = parser.parse_args()
+    if args.racks < 2:
+        parser.error(f"--racks: at least 2 (got {args.racks})")
     phases = [phase.split(":") for phase in args.phases.split(",")]
     for phase in phases:
         if len(phase) != 2 or not phase[1].isdigit() or not (phase[0] == "fabric" or phase[0].isdigit()):
             parser.error(f"--phases: {':'.join(phase)!r} is not CBURST:HOGS (CBURST `fabric` or bytes, HOGS a count)")
-    with HybridNetwork(FABRIC, OcsSpec(reconfig_delay_ms=10)) as net:
-        net.controller.set_circuits([{"src_rack": 0, "dst_rack": 1}])
-        dev = f"{net.plan.tor_name(0)}-eth{net.plan.tor_ocs_port(0)}"
+    spec = fabric(args.racks)
+    with HybridNetwork(spec, OcsSpec(reconfig_delay_ms=10)) as net:
+        net.controller.set_circuits([{"src_rack": a, "dst_rack": b} for a, b in circuits(args.racks)])
+        devs = [f"{net.plan.tor_name(a)}-eth{net.plan.tor_ocs_port(0)}" for a, _ in circuits(args.racks)]
         for cburst, hogs in phases:
-            print(set_cburst(dev, cburst))
+            print(set_cburst(devs, cburst, spec.ocs_rate_mbps))
             busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(int(hogs))]
             try:
-                report(f"{cburst}:{hogs}", sample_under_load(net, dev, args.seconds))
+                report(
+                    f"{cburst}:{hogs}", sample_under_load(net, devs, args.seconds, args.sample_s), spec.ocs_rate_mbps
+                )
             finally:
                 for proc in busy:
                     proc.kill()
