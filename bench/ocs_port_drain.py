@@ -4,8 +4,9 @@ emulated); this bench looks for that on the GENI fabric's links (one host per ra
 a 1 Mb/s EPS). It lights circuits (rack 0 to 1 on two racks; a ring, each rack to the next, on more), sends two
 TCP flows paced at 1 Mb/s (the GENI task cap) over each, fills the EPS back path their acknowledgements take
 with an unpaced flow the other way, and reads the circuits' ToR ports every --sample-s. Per phase it prints how
-often a port held a queue, and every stretch in which a port's queue stood at each sample for MIN_EPISODE_S or
-longer, with what the port sent meanwhile (a port that drains at its rate sends at it while its queue stands).
+often a port held a queue, the stretches in which its queue stood at each sample for MIN_EPISODE_S or longer and
+the least any of them sent (a port that drains at its rate sends at it while its queue stands), and lists those
+that sent less than SLOW_SHARE of the rate.
 Phases: HTB's `cburst` as the fabric sets it or at a value given, alone or beside CPU-bound processes.
 
 Runs the emulation, so as root; about a minute per phase:
@@ -30,6 +31,7 @@ from hybridbed.testbed.shaping import burst_bytes
 MIN_EPISODE_S = 0.1  # a queue held this long drains at 10 Mb/s only if the port sends at its rate
 PACED_MBPS = 1  # each circuit flow's rate: the GENI scenarios' per-task cap
 PACED_PER_CIRCUIT = 2
+SLOW_SHARE = 0.5  # a stretch sending less than this share of the port's rate is listed on its own
 FIRST_PORT = 5001  # iperf's ports, one per flow
 
 
@@ -111,24 +113,24 @@ def episodes(samples: list[Sample]) -> list[tuple[Sample, Sample, int]]:
     return found
 
 
+def mbps_between(first: Sample, last: Sample) -> float:
+    return (last.sent_bytes - first.sent_bytes) * 8 / (last.at - first.at) / 1e6
+
+
 def report(phase: str, samples: list[dict[str, Sample]], rate_mbps: float) -> None:
-    span = samples[-1][next(iter(samples[0]))].at - samples[0][next(iter(samples[0]))].at
-    print(f"phase {phase}: {len(samples)} samples of {len(samples[0])} ports over {span:.1f} s")
+    print(f"phase {phase}: {len(samples)} samples of {len(samples[0])} ports")
     for dev in samples[0]:
         series = [sample[dev] for sample in samples]
-        mbps = (series[-1].sent_bytes - series[0].sent_bytes) * 8 / span / 1e6
         held = sum(s.backlog_bytes > 0 for s in series) / len(series)
-        stretches = episodes(series)
-        slowest = min(
-            ((last.sent_bytes - first.sent_bytes) * 8 / (last.at - first.at) / 1e6 for first, last, _ in stretches),
-            default=None,
+        stretches = [(first, last, deepest, mbps_between(first, last)) for first, last, deepest in episodes(series)]
+        slowest = f", the slowest sending {min(s[3] for s in stretches):.2f} Mb/s of {rate_mbps:g}" if stretches else ""
+        print(
+            f"  {dev}: sent {mbps_between(series[0], series[-1]):.2f} Mb/s over {series[-1].at - series[0].at:.1f} s, "
+            f"a queue in {held:.1%} of the samples, {len(stretches)} stretches of {MIN_EPISODE_S:g} s or more{slowest}"
         )
-        print(f"  {dev}: sent {mbps:.2f} Mb/s, a queue in {held:.1%} of the samples, {len(stretches)} stretches of "
-              f"{MIN_EPISODE_S:g} s or more" + (f", the slowest sending {slowest:.2f} Mb/s of {rate_mbps:g}" if stretches else ""))  # fmt: skip
-        for first, last, deepest in stretches:
-            rate = (last.sent_bytes - first.sent_bytes) * 8 / (last.at - first.at) / 1e6
-            if rate < 0.5 * rate_mbps:
-                print(f"    {last.at - first.at:.2f} s sending {rate:.2f} Mb/s, queue up to {deepest} B")
+        for first, last, deepest, mbps in stretches:
+            if mbps < SLOW_SHARE * rate_mbps:
+                print(f"    {last.at - first.at:.2f} s sending {mbps:.2f} Mb/s, queue up to {deepest} B")
 
 
 def main() -> None:
