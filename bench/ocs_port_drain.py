@@ -1,8 +1,8 @@
 """Do ToRs' OCS ports drain their queues at their rate? The GENI runs' verdicts found ToR-to-OCS ports holding a
 growing queue for seconds while they sent a fifth of their rate (docs/reproductions.md, the GENI mixed scenario
-emulated); this bench looks for that on the GENI fabric's links (one host per rack at 10 Mb/s, 10 Mb/s circuits,
-a 1 Mb/s EPS). It lights circuits (rack 0 to 1 on two racks; a ring, each rack to the next, on more), sends two
-TCP flows paced at 1 Mb/s (the GENI task cap) over each, fills the EPS back path their acknowledgements take
+emulated); this bench looks for that on the GENI fabric's links (scenarios/jobpacker-geni.yaml: one host per rack at
+10 Mb/s, 10 Mb/s circuits, a 1 Mb/s EPS). It lights circuits (rack 0 to 1 on two racks; a ring, each rack to the next, on more), sends two
+TCP flows paced at the scenario's task cap (1 Mb/s) over each, fills the EPS back path their acknowledgements take
 with an unpaced flow the other way, and reads the circuits' ToR ports every --sample-s. Per phase it prints how
 often a port held a queue, the stretches in which its queue stood at each sample for MIN_EPISODE_S or longer and
 the least any of them sent (a port that drains at its rate sends at it while its queue stands), and lists those
@@ -18,25 +18,23 @@ Runs the emulation, so as root; about a minute per phase:
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
-from hybridbed.config.fabric import FRAME_BYTES, FabricSpec, OcsSpec
+from hybridbed.config.fabric import FRAME_BYTES, OcsSpec
+from hybridbed.experiments.scenarios import load_scenario
+from hybridbed.testbed.fidelity_monitor import QdiscCounters, parse_qdiscs
 from hybridbed.testbed.network import HybridNetwork
 from hybridbed.testbed.shaping import burst_bytes
 
+GENI = Path(__file__).resolve().parents[1] / "scenarios" / "jobpacker-geni.yaml"  # its links and task cap
 MIN_EPISODE_S = 0.1  # a queue held this long drains at 10 Mb/s only if the port sends at its rate
-PACED_MBPS = 1  # each circuit flow's rate: the GENI scenarios' per-task cap
-PACED_PER_CIRCUIT = 2
+PACED_PER_CIRCUIT = 2  # flows at the task cap per circuit
 SLOW_SHARE = 0.5  # a stretch sending less than this share of the port's rate is listed on its own
 FIRST_PORT = 5001  # iperf's ports, one per flow
-
-
-def fabric(racks: int) -> FabricSpec:
-    return FabricSpec(racks=racks, hosts_per_rack=1, host_rate_mbps=10, eps_rate_mbps=1, ocs_rate_mbps=10)
 
 
 def circuits(racks: int) -> list[tuple[int, int]]:
@@ -47,16 +45,14 @@ def circuits(racks: int) -> list[tuple[int, int]]:
 @dataclass(frozen=True)
 class Sample:
     at: float  # monotonic seconds
-    sent_bytes: int
-    backlog_bytes: int
+    port: QdiscCounters
 
 
 def read_ports(devs: list[str]) -> dict[str, Sample]:
-    """Each port's root qdisc (HTB sums its child's counters), from one `tc` for them all."""
+    """Each port's root qdisc counters, from one `tc` for them all (as the run's fidelity monitor reads them)."""
     out = subprocess.run(["tc", "-s", "-j", "qdisc", "show"], capture_output=True, text=True, check=True)
-    now = time.monotonic()
-    roots = {q["dev"]: q for q in json.loads(out.stdout) if q.get("root") and q["dev"] in devs}
-    return {dev: Sample(now, roots[dev]["bytes"], roots[dev]["backlog"]) for dev in devs}
+    now, roots = time.monotonic(), parse_qdiscs(out.stdout)
+    return {dev: Sample(now, roots[dev]) for dev in devs}
 
 
 def set_cburst(devs: list[str], cburst: str, rate_mbps: float) -> str:
@@ -70,12 +66,14 @@ def set_cburst(devs: list[str], cburst: str, rate_mbps: float) -> str:
     return subprocess.run(["tc", "-d", "class", "show", "dev", devs[0]], capture_output=True, text=True).stdout.strip()
 
 
-def sample_under_load(net: HybridNetwork, devs: list[str], seconds: float, every_s: float) -> list[dict[str, Sample]]:
+def sample_under_load(
+    net: HybridNetwork, devs: list[str], paced_mbps: float, seconds: float, every_s: float
+) -> list[dict[str, Sample]]:
     """The ports' queues every `every_s` for `seconds`, while the flows run (they are ended here, by pid)."""
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     flows = []  # (sender, receiver, iperf options)
     for a, b in circuits(net.fabric.racks):
-        flows += [(net.host(a, 0), net.host(b, 0), ["-b", f"{PACED_MBPS}M"])] * PACED_PER_CIRCUIT
+        flows += [(net.host(a, 0), net.host(b, 0), ["-b", f"{paced_mbps:g}M"])] * PACED_PER_CIRCUIT
         flows.append((net.host(b, 0), net.host(a, 0), []))  # over the EPS: the circuit flows' way back
     procs = [
         receiver.popen(["iperf", "-s", "-p", str(FIRST_PORT + i)], **quiet) for i, (_, receiver, _) in enumerate(flows)
@@ -102,26 +100,27 @@ def sample_under_load(net: HybridNetwork, devs: list[str], seconds: float, every
 def episodes(samples: list[Sample]) -> list[tuple[Sample, Sample, int]]:
     """Stretches with a queue at every sample for MIN_EPISODE_S or more: first and last sample, deepest queue."""
     found, start = [], None
-    for i, sample in enumerate([*samples, Sample(0.0, 0, 0)]):  # a last empty sample closes an open stretch
-        if sample.backlog_bytes > 0 and start is None:
+    empty = Sample(0.0, QdiscCounters(0, 0, 0))  # a last empty sample closes an open stretch
+    for i, sample in enumerate([*samples, empty]):
+        if sample.port.backlog_bytes > 0 and start is None:
             start = i
-        elif sample.backlog_bytes == 0 and start is not None:
+        elif sample.port.backlog_bytes == 0 and start is not None:
             first, last = samples[start], samples[i - 1]
             if last.at - first.at >= MIN_EPISODE_S:
-                found.append((first, last, max(s.backlog_bytes for s in samples[start:i])))
+                found.append((first, last, max(s.port.backlog_bytes for s in samples[start:i])))
             start = None
     return found
 
 
 def mbps_between(first: Sample, last: Sample) -> float:
-    return (last.sent_bytes - first.sent_bytes) * 8 / (last.at - first.at) / 1e6
+    return (last.port.bytes_sent - first.port.bytes_sent) * 8 / (last.at - first.at) / 1e6
 
 
 def report(phase: str, samples: list[dict[str, Sample]], rate_mbps: float) -> None:
     print(f"phase {phase}: {len(samples)} samples of {len(samples[0])} ports")
     for dev in samples[0]:
         series = [sample[dev] for sample in samples]
-        held = sum(s.backlog_bytes > 0 for s in series) / len(series)
+        held = sum(s.port.backlog_bytes > 0 for s in series) / len(series)
         stretches = [(first, last, deepest, mbps_between(first, last)) for first, last, deepest in episodes(series)]
         slowest = f", the slowest sending {min(s[3] for s in stretches):.2f} Mb/s of {rate_mbps:g}" if stretches else ""
         print(
@@ -146,8 +145,10 @@ def main() -> None:
     for phase in phases:
         if len(phase) != 2 or not phase[1].isdigit() or not (phase[0] == "fabric" or phase[0].isdigit()):
             parser.error(f"--phases: {':'.join(phase)!r} is not CBURST:HOGS (CBURST `fabric` or bytes, HOGS a count)")
-    spec = fabric(args.racks)
-    with HybridNetwork(spec, OcsSpec(reconfig_delay_ms=10)) as net:
+    geni = load_scenario(GENI, {"fabric.racks": args.racks})
+    spec, cap_mbps = geni.fabric, geni.workers.task_rate_cap_mbps
+    assert spec.hosts_per_rack == 1 and cap_mbps is not None, "the GENI scenario: one host per rack, a task cap"
+    with HybridNetwork(spec, OcsSpec(reconfig_delay_ms=geni.ocs.reconfig_delay_ms)) as net:
         net.controller.set_circuits([{"src_rack": a, "dst_rack": b} for a, b in circuits(args.racks)])
         devs = [f"{net.plan.tor_name(a)}-eth{net.plan.tor_ocs_port(0)}" for a, _ in circuits(args.racks)]
         for cburst, hogs in phases:
@@ -155,7 +156,9 @@ def main() -> None:
             busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(int(hogs))]
             try:
                 report(
-                    f"{cburst}:{hogs}", sample_under_load(net, devs, args.seconds, args.sample_s), spec.ocs_rate_mbps
+                    f"{cburst}:{hogs}",
+                    sample_under_load(net, devs, cap_mbps, args.seconds, args.sample_s),
+                    spec.ocs_rate_mbps,
                 )
             finally:
                 for proc in busy:
