@@ -9,10 +9,11 @@ place, set from measured runs (docs/network.md, "Reading the fidelity verdict"):
   saturates a few intervals by itself: those in which a wave of tasks starts (each task is a Python
   process, about 0.1 s of CPU to start), 3-11 % of the quickstart's on this 2-core machine. One CPU-bound
   process beside the run saturated 42-43 %, two saturated all.
-- Links: a link whose queue stood at both ends of an interval should have sent at its configured rate.
-  A queue may drain and fill again within an interval (TCP backing off), so single intervals fall short on
-  a healthy run too (0-3 % of them below 0.9 on the quickstart); the class's median is what shaping
-  that under-delivers moves (0.998-0.999 on healthy quickstart runs, 0.27-0.88 with the datapath starved).
+- Links: a link whose queue stood through an interval should have sent at its configured rate. The monitor
+  reads the queues every 25-75 ms and keeps each interval's smallest (`backlog_min_bytes`); files from before
+  it did hold only the queues at the interval's ends, which senders bursting in step with the readings
+  fooled. A queue may still drain and fill again between two readings (TCP backing off), so single
+  intervals fall short on a healthy run too; the class's median is what shaping that under-delivers moves.
   A queue stands when it holds a quarter of its limit (BACKLOG_QUEUE_SHARE): a few frames, left by the
   bursts of paced or slow senders on a link they do not fill, drain in milliseconds, and counting those
   judged healthy runs' links as under-delivering.
@@ -98,9 +99,11 @@ def cpu_measures(samples: pd.DataFrame) -> dict:
 
 
 def backlogged(samples: pd.DataFrame) -> pd.Series:
-    """Link-intervals with a queue of at least BACKLOG_QUEUE_SHARE of the port's limit standing at both ends."""
+    """Link-intervals with a queue of at least BACKLOG_QUEUE_SHARE of the port's limit standing throughout: at
+    every reading, or at both ends in files from before the monitor read the queues in between."""
     limit_bytes = samples.configured_mbps.map(queue_packets) * FRAME_BYTES
-    return samples[["backlog_start_bytes", "backlog_end_bytes"]].min(axis=1) >= BACKLOG_QUEUE_SHARE * limit_bytes
+    readings = [c for c in ("backlog_start_bytes", "backlog_end_bytes", "backlog_min_bytes") if c in samples.columns]
+    return samples[readings].min(axis=1) >= BACKLOG_QUEUE_SHARE * limit_bytes
 
 
 def link_measures(samples: pd.DataFrame) -> dict[str, dict]:

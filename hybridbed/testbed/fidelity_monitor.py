@@ -3,8 +3,12 @@ did, cheaply (counters, never packets), into fidelity.csv.
 
 Every SAMPLE_INTERVAL_S it reads the machine's CPU use (psutil) and the traffic-control statistics of every
 shaped switch port in the run's namespace (one `tc -s -j qdisc show`): bytes sent, the queue standing at
-that moment and drops. A link whose queue stood at both ends of an interval was busy all along, so what it
-sent then is what it could send: its achieved rate over its configured rate says whether the shaping held.
+that moment and drops. It reads the queues every QUEUE_READ_S in between too, and keeps the smallest each
+held: a link whose queue stood at every reading of an interval was busy all along, so what it sent then is
+what it could send, and its achieved rate over its configured rate says whether the shaping held. The two
+ends alone do not show it: paced senders burst every few hundred milliseconds, and readings every half
+second fell into step with them, catching a queue at both ends of intervals in which the port sent its
+bursts at its rate and idled in between (docs/network.md, "Reading the fidelity verdict").
 It also reads the ports' packet counters (/proc/net/dev): every packet a switch port receives leaves by
 another port or is dropped at a shaped queue, so what is missing from the sums was lost inside the datapath.
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import random
 import subprocess
 import threading
 import time
@@ -35,7 +40,11 @@ import psutil
 from hybridbed.config.fabric import FabricSpec
 from hybridbed.testbed.shaping import shaped_ports
 
-SAMPLE_INTERVAL_S = 0.5  # a link's queue must stand at both ends of an interval: short enough to catch bursts
+SAMPLE_INTERVAL_S = 0.5  # an interval of fidelity.csv: short enough that a link busy for a second is one
+# Between two readings of the queues within an interval, drawn from 0.5-1.5x of it so that the readings cannot
+# fall into step with senders that burst periodically. A port between bursts is idle for most of their period
+# (a 10 Mb/s port sends a 20-frame burst in 24 ms), so readings this close find its queue empty.
+QUEUE_READ_S = 0.05
 FIDELITY_FIELDS = [
     "time_s",
     "interval_s",
@@ -46,6 +55,7 @@ FIDELITY_FIELDS = [
     "achieved_mbps",
     "backlog_start_bytes",
     "backlog_end_bytes",
+    "backlog_min_bytes",
     "drops",
     "received_packets",
     "sent_packets",
@@ -185,13 +195,21 @@ class FidelityMonitor:
         thread_cpu, started = time.thread_time(), time.monotonic()
         psutil.cpu_percent(interval=None)  # opens the first interval
         before, before_t, packets_before = self._read_qdiscs(), time.time(), self._read_packets()
+        lowest = {interface: counters.backlog_bytes for interface, counters in before.items()}
         tcp_before = self._read_tcp()
+        row_due = time.monotonic() + self.interval_s
         with self.path.open("w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=FIDELITY_FIELDS)
             writer.writeheader()
             while True:
-                stopping = self._stop.wait(self.interval_s)
-                now_counters, now_t, packets_now = self._read_qdiscs(), time.time(), self._read_packets()
+                to_row = row_due - time.monotonic()
+                stopping = self._stop.wait(max(0.0, min(to_row, random.uniform(0.5, 1.5) * QUEUE_READ_S)))
+                now_counters = self._read_qdiscs()
+                for interface, counters in now_counters.items():
+                    lowest[interface] = min(lowest.get(interface, counters.backlog_bytes), counters.backlog_bytes)
+                if not stopping and time.monotonic() < row_due:
+                    continue
+                now_t, packets_now = time.time(), self._read_packets()
                 cpu = psutil.cpu_percent(interval=None)
                 seconds = now_t - before_t
                 for interface, port in self.ports.items():
@@ -210,6 +228,7 @@ class FidelityMonitor:
                             "achieved_mbps": round((b.bytes_sent - a.bytes_sent) * 8 / seconds / 1e6, 4),
                             "backlog_start_bytes": a.backlog_bytes,
                             "backlog_end_bytes": b.backlog_bytes,
+                            "backlog_min_bytes": lowest.get(interface, 0),
                             "drops": b.drops - a.drops,
                             "received_packets": pb.received - pa.received,
                             "sent_packets": pb.sent - pa.sent,
@@ -217,6 +236,8 @@ class FidelityMonitor:
                     )
                 f.flush()
                 before, before_t, packets_before = now_counters, now_t, packets_now
+                lowest = {interface: counters.backlog_bytes for interface, counters in now_counters.items()}
+                row_due = time.monotonic() + self.interval_s
                 if stopping:
                     break
         watched = [(tcp_before[host], end) for host, end in self._read_tcp().items() if host in tcp_before]

@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 
 import pandas as pd
 
 from hybridbed.config.fabric import FabricSpec
-from hybridbed.testbed.fidelity_monitor import FIDELITY_FIELDS, FabricMonitor
+from hybridbed.testbed.fidelity_monitor import (
+    FIDELITY_FIELDS,
+    FabricMonitor,
+    FidelityMonitor,
+    PortPackets,
+    QdiscCounters,
+)
 
 
 class _Part:
@@ -48,3 +55,38 @@ def test_each_further_servers_samples_and_tcp_counters_join_this_machines(tmp_pa
     samples = pd.read_csv(path)  # this machine watched no port of its own here (no switches): only its header
     assert list(samples.link) == ["tor2-eth2", "tor4-eth2"]  # the third server did not answer: its links unjudged
     assert monitor.tcp.get("retransmitted") == 7
+
+
+class _Bursting(FidelityMonitor):
+    """A monitor with no machine to read: every shaped port's queue reads 9084 bytes (a burst), except at the
+    first reading after each row (the monitor reads the packet counters once per row), where it has drained
+    to 1514 bytes. The readings it took are counted."""
+
+    def __init__(self, fabric: FabricSpec, path):
+        super().__init__(fabric, path, {}, interval_s=0.2)
+        self.readings = 0
+        self.row_written = True
+
+    def _read_qdiscs(self) -> dict[str, QdiscCounters]:
+        self.readings += 1
+        backlog = 1514 if self.row_written else 9084
+        self.row_written = False
+        return {interface: QdiscCounters(1000 * self.readings, backlog, 0) for interface in self.ports}
+
+    def _read_packets(self) -> dict[str, PortPackets]:  # type: ignore[override]
+        self.row_written = True
+        return {interface: PortPackets(0, 0) for interface in self.ports}
+
+
+def test_the_monitor_keeps_the_smallest_queue_it_read_between_an_intervals_ends(tmp_path):
+    fabric = FabricSpec(racks=2, hosts_per_rack=1)
+    monitor = _Bursting(fabric, tmp_path / "fidelity.csv")
+    monitor.start(origin_unix=0.0)
+    time.sleep(1.1)
+    monitor.stop()
+    samples = pd.read_csv(tmp_path / "fidelity.csv")
+    assert len(samples) >= 2 * len(monitor.ports)
+    # the queue stood at both ends of the intervals, not at the readings between them (every 25-75 ms)
+    assert (samples.backlog_min_bytes == 1514).all()
+    assert ((samples.backlog_start_bytes == 9084) & (samples.backlog_end_bytes == 9084)).mean() >= 0.5
+    assert monitor.readings >= 3 * samples.time_s.nunique()

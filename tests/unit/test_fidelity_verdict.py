@@ -88,6 +88,20 @@ def test_too_few_backlogged_intervals_are_not_judged_and_short_queues_are_not_ba
     assert stood["verdict"] == "invalid" and stood["links"]["host"]["backlogged_intervals"] == 20
 
 
+def test_a_queue_caught_at_both_ends_of_an_interval_but_empty_between_did_not_stand():
+    """A port sending its senders' bursts at its rate, idle between them, with readings every half second in
+    step with the bursts: the queue stood at both ends of every interval, at none of the readings between."""
+    standing = int(BACKLOG_QUEUE_SHARE * LIMIT)
+    bursts = samples({"tor-ocs": [0.2]}, cpu=[40.0] * 20, queue=standing).assign(backlog_min_bytes=0)
+    judged = fidelity_summary(bursts, events([]), None)
+    assert judged["verdict"] == "ok" and judged["links"]["tor-ocs"]["backlogged_intervals"] == 0
+    stood = fidelity_summary(bursts.assign(backlog_min_bytes=standing), events([]), None)
+    assert stood["verdict"] == "invalid" and stood["links"]["tor-ocs"]["backlogged_intervals"] == 20
+    # a file from before the monitor read the queues between the ends is judged on the ends
+    older = fidelity_summary(bursts.drop(columns="backlog_min_bytes"), events([]), None)
+    assert older["links"]["tor-ocs"]["backlogged_intervals"] == 20
+
+
 def test_a_busy_machine_and_late_circuits_are_named():
     launches = fidelity_summary(samples({"tor-eps": [1.0]}, cpu=[95.0] * 3 + [50.0] * 17), events([]), None)
     assert launches["verdict"] == "ok"  # a healthy run saturates the intervals in which waves of tasks start
