@@ -10,7 +10,7 @@ place, set from measured runs (docs/network.md, "Reading the fidelity verdict"):
   process, about 0.1 s of CPU to start), 3-11 % of the quickstart's on this 2-core machine. One CPU-bound
   process beside the run saturated 42-43 %, two saturated all.
 - Links: a link whose queue stood through an interval should have sent at its configured rate. The monitor
-  reads the queues every 25-75 ms and keeps each interval's smallest (`backlog_min_bytes`); files from before
+  reads the queues every 50-150 ms and keeps each interval's smallest (`backlog_min_bytes`); files from before
   it did hold only the queues at the interval's ends, which senders bursting in step with the readings
   fooled. A queue may still drain and fill again between two readings (TCP backing off), so single
   intervals fall short on a healthy run too; the class's median is what shaping that under-delivers moves.

@@ -3,7 +3,7 @@ did, cheaply (counters, never packets), into fidelity.csv.
 
 Every SAMPLE_INTERVAL_S it reads the machine's CPU use (psutil) and the traffic-control statistics of every
 shaped switch port in the run's namespace (one `tc -s -j qdisc show`): bytes sent, the queue standing at
-that moment and drops. It reads the queues every QUEUE_READ_S in between too, and keeps the smallest each
+that moment and drops. It reads the queues about every QUEUE_READ_S in between too, and keeps the smallest each
 held: a link whose queue stood at every reading of an interval was busy all along, so what it sent then is
 what it could send, and its achieved rate over its configured rate says whether the shaping held. The two
 ends alone do not show it: paced senders burst every few hundred milliseconds, and readings every half
@@ -43,8 +43,9 @@ from hybridbed.testbed.shaping import shaped_ports
 SAMPLE_INTERVAL_S = 0.5  # an interval of fidelity.csv: short enough that a link busy for a second is one
 # Between two readings of the queues within an interval, drawn from 0.5-1.5x of it so that the readings cannot
 # fall into step with senders that burst periodically. A port between bursts is idle for most of their period
-# (a 10 Mb/s port sends a 20-frame burst in 24 ms), so readings this close find its queue empty.
-QUEUE_READ_S = 0.05
+# (a 10 Mb/s port sends a 20-frame burst in 24 ms), so a few readings find its queue empty. Each reading is a
+# `tc` (about 3 ms of CPU on the quickstart's fabric): every 50 ms the monitor took 6.4 % of a core.
+QUEUE_READ_S = 0.1
 FIDELITY_FIELDS = [
     "time_s",
     "interval_s",

@@ -16,7 +16,7 @@ from hybridbed.results.load import load
 from hybridbed.testbed.runs import STATE_ROOT, RunManifest
 
 REPO = Path(__file__).resolve().parents[2]
-STARVED_CORES = 0.15  # of one core, for ovs-vswitchd: it forwards every packet of the run
+STARVED_CORES = 0.05  # of one core, for ovs-vswitchd: it forwards every packet of the run
 
 
 def run_quickstart(out: Path, starve: bool) -> dict:

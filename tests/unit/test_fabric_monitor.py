@@ -63,7 +63,7 @@ class _Bursting(FidelityMonitor):
     to 1514 bytes. The readings it took are counted."""
 
     def __init__(self, fabric: FabricSpec, path):
-        super().__init__(fabric, path, {}, interval_s=0.2)
+        super().__init__(fabric, path, {}, interval_s=0.4)
         self.readings = 0
         self.row_written = True
 
@@ -82,11 +82,11 @@ def test_the_monitor_keeps_the_smallest_queue_it_read_between_an_intervals_ends(
     fabric = FabricSpec(racks=2, hosts_per_rack=1)
     monitor = _Bursting(fabric, tmp_path / "fidelity.csv")
     monitor.start(origin_unix=0.0)
-    time.sleep(1.1)
+    time.sleep(2.1)
     monitor.stop()
     samples = pd.read_csv(tmp_path / "fidelity.csv")
     assert len(samples) >= 2 * len(monitor.ports)
-    # the queue stood at both ends of the intervals, not at the readings between them (every 25-75 ms)
+    # the queue stood at both ends of the intervals, not at the readings between them (every 50-150 ms)
     assert (samples.backlog_min_bytes == 1514).all()
     assert ((samples.backlog_start_bytes == 9084) & (samples.backlog_end_bytes == 9084)).mean() >= 0.5
-    assert monitor.readings >= 3 * samples.time_s.nunique()
+    assert monitor.readings >= 3 * samples.time_s.nunique()  # two or more between the ends
