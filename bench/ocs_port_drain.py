@@ -1,9 +1,10 @@
-"""Do ToRs' OCS ports drain their queues at their rate? The GENI runs' verdicts found ToR-to-OCS ports holding a
-growing queue for seconds while they sent a fifth of their rate (docs/reproductions.md, the GENI mixed scenario
-emulated); this bench looks for that on the GENI fabric's links (scenarios/jobpacker-geni.yaml: one host per rack at
-10 Mb/s, 10 Mb/s circuits, a 1 Mb/s EPS). It lights circuits (rack 0 to 1 on two racks; a ring, each rack to the next, on more), sends two
-TCP flows paced at the scenario's task cap (1 Mb/s) over each, fills the EPS back path their acknowledgements take
-with an unpaced flow the other way, and reads the circuits' ToR ports every --sample-s. Per phase it prints how
+"""Do ToRs' OCS ports drain their queues at their rate? Read every 0.5 s alone, the GENI runs' ToR-to-OCS ports
+seemed to hold a growing queue for seconds while they sent a fifth of their rate: bursts caught at the readings'
+instants (docs/network.md, "Reading the fidelity verdict"). This bench measures the drain on the GENI fabric's links
+(scenarios/jobpacker-geni.yaml: one host per rack at 10 Mb/s, 10 Mb/s circuits, a 1 Mb/s EPS). It lights
+circuits (rack 0 to 1 on two racks; a ring, each rack to the next, on more), sends two TCP flows paced at the
+scenario's task cap (1 Mb/s) over each, fills the EPS back path their acknowledgements take with an unpaced flow
+the other way, and reads the circuits' ToR ports every --sample-s. Per phase it prints how
 often a port held a queue, the stretches in which its queue stood at each sample for MIN_EPISODE_S or longer and
 the least any of them sent (a port that drains at its rate sends at it while its queue stands), and lists those
 that sent less than SLOW_SHARE of the rate.

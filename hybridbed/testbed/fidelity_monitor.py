@@ -3,12 +3,13 @@ did, cheaply (counters, never packets), into fidelity.csv.
 
 Every SAMPLE_INTERVAL_S it reads the machine's CPU use (psutil) and the traffic-control statistics of every
 shaped switch port in the run's namespace (one `tc -s -j qdisc show`): bytes sent, the queue standing at
-that moment and drops. It reads the queues about every QUEUE_READ_S in between too, and keeps the smallest each
-held: a link whose queue stood at every reading of an interval was busy all along, so what it sent then is
-what it could send, and its achieved rate over its configured rate says whether the shaping held. The two
-ends alone do not show it: paced senders burst every few hundred milliseconds, and readings every half
-second fell into step with them, catching a queue at both ends of intervals in which the port sent its
-bursts at its rate and idled in between (docs/network.md, "Reading the fidelity verdict").
+that moment and drops. It reads the queues about every QUEUE_READ_S in between too, and keeps the smallest
+each held: a link whose queue stood at every reading of an interval was busy all along, so what it sent
+then is what it could send, and its achieved rate over its configured rate says whether the shaping held.
+The two ends alone do not show it: paced connections reach a port in bursts every few hundred
+milliseconds, and readings every half second fell into step with them, catching a queue at both ends of
+intervals in which the port sent its bursts at its rate and idled in between (docs/network.md, "Reading
+the fidelity verdict").
 It also reads the ports' packet counters (/proc/net/dev): every packet a switch port receives leaves by
 another port or is dropped at a shaped queue, so what is missing from the sums was lost inside the datapath.
 
