@@ -55,6 +55,12 @@ OFFLOADS_OFF = "tx off rx off tso off gso off gro off"
 # With userspace TSO, Open vSwitch carries the hosts' 64 KB segments (checksums and segmentation left to
 # the kernel at the far end) instead of one packet per MTU; receive offloads stay off.
 OFFLOADS_WITH_TSO = "rx off gro off"
+# Linux's TCP hands the qdisc segments of several frames even with segmentation offloads off (it segments them
+# in software after the qdisc), and a host link's HTB charged each segment at once: its frames then left back
+# to back at the veth's speed, up to 45 within microseconds, and a connection paced at 1 Mb/s sent 9 frames
+# every 104 ms. A device limit of one frame per segment makes TCP send frames, which the link then shapes
+# and TCP's pacing spaces one by one (docs/network.md, "Frames, not segments"). Userspace TSO sends segments.
+ONE_FRAME_PER_SEGMENT = "gso_max_segs 1"
 
 
 class _JoinsRunCgroup(Node):
@@ -360,9 +366,10 @@ class HybridNetwork:
 
     def _configure_interfaces(self) -> None:
         """The hosts' stack (host_stack.py), offloads off everywhere (the userspace datapath drops TCP otherwise;
-        with userspace TSO, receive offloads only), static ARP in hosts, and hosts' frames no larger than a tunnel
-        between servers carries."""
+        with userspace TSO, receive offloads only), TCP segments of one frame from hosts (but with userspace TSO),
+        static ARP in hosts, and hosts' frames no larger than a tunnel between servers carries."""
         offloads = OFFLOADS_WITH_TSO if self.userspace_tso else OFFLOADS_OFF
+        segments = "" if self.userspace_tso else f" {ONE_FRAME_PER_SEGMENT}"
         congestion_control = self.fabric.tcp_congestion_control
         for host in self.net.hosts:
             intf = host.defaultIntf()
@@ -373,13 +380,18 @@ class HybridNetwork:
             ]
             host.cmd(
                 host_stack_command(str(intf), host.IP(), congestion_control),
-                f"; ip link set dev {intf} mtu {self.host_mtu}; ethtool -K {intf} {offloads}; " + "; ".join(neighbours),
+                f"; ip link set dev {intf} mtu {self.host_mtu}{segments}; ethtool -K {intf} {offloads}; "
+                + "; ".join(neighbours),
             )
             route = host.cmd(f"ip route show dev {intf}").strip()
             if route_congestion_control(route) != congestion_control:
                 raise RuntimeError(
                     f"host {host.name}'s route to the fabric ({route!r}) does not name fabric.tcp_congestion_control "
                     f"{congestion_control!r}"
+                )
+            if segments and ONE_FRAME_PER_SEGMENT not in host.cmd(f"ip -d link show dev {intf}"):
+                raise RuntimeError(
+                    f"host {host.name}'s {intf} did not take {ONE_FRAME_PER_SEGMENT!r} (iproute2 too old?)"
                 )
         for switch in self.net.switches:  # through the switch's shell: on its own server
             switch.cmd("; ".join(f"ethtool -K {intf} {offloads}" for intf in switch.intfNames() if intf != "lo"))

@@ -13,6 +13,7 @@ import struct
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -166,22 +167,26 @@ def bytes_delta(before: dict[str, dict[int, int]], after: dict[str, dict[int, in
     return after[switch][port] - before[switch][port]
 
 
-class OcsPortTap:
-    """Timestamps every packet the OCS switch sends out of the given ports (packet sockets in the fabric
-    namespace), so the instants at which circuits stop and start delivering can be read off afterwards."""
+class PortTap:
+    """Timestamps every frame `keep` accepts on the given switch ports (packet sockets in the fabric namespace,
+    which the caller is in), so when frames passed can be read off afterwards: `times` and `sizes` (bytes, from
+    the Ethernet header on) per port's key. `keep(frame, outgoing)` says whether a frame counts; `outgoing`: the
+    switch sent it out of the port (else it came in from the link)."""
 
-    def __init__(self, net: HybridNetwork, racks: list[int], ocs_port: int = 0):
-        self.sockets: dict[socket.socket, int] = {}
-        for rack in racks:
+    def __init__(self, ports: Mapping[str, Hashable], keep: Callable[[bytes, bool], bool]):
+        self.keep = keep
+        self.sockets: dict[socket.socket, Hashable] = {}
+        for interface, key in ports.items():
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
             s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-            s.bind((f"ocs-eth{net.plan.ocs_port(rack, ocs_port)}", 0))
-            self.sockets[s] = rack
-        self.times: dict[int, list[float]] = {rack: [] for rack in racks}
+            s.bind((interface, 0))
+            self.sockets[s] = key
+        self.times: dict[Hashable, list[float]] = {key: [] for key in ports.values()}
+        self.sizes: dict[Hashable, list[int]] = {key: [] for key in ports.values()}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._capture, daemon=True)
 
-    def __enter__(self) -> OcsPortTap:
+    def __enter__(self) -> PortTap:
         self._thread.start()
         return self
 
@@ -196,8 +201,39 @@ class OcsPortTap:
             ready, _, _ = select.select(list(self.sockets), [], [], 0.05)
             for s in ready:
                 frame, ancillary, _, addr = s.recvmsg(65535, TIMESTAMP_CMSG_SPACE)
-                if addr[2] == PACKET_OUTGOING and _is_probe(frame):
-                    self.times[self.sockets[s]].append(_kernel_timestamp(ancillary))
+                if self.keep(frame, addr[2] == PACKET_OUTGOING):
+                    key = self.sockets[s]
+                    self.times[key].append(_kernel_timestamp(ancillary))
+                    self.sizes[key].append(len(frame))
+
+
+def ocs_port_tap(net: HybridNetwork, racks: list[int], ocs_port: int = 0) -> PortTap:
+    """The probe packets the OCS switch sends out of the given racks' ports, keyed by rack: when circuits stop
+    and start delivering."""
+    ports = {f"ocs-eth{net.plan.ocs_port(rack, ocs_port)}": rack for rack in racks}
+    return PortTap(ports, lambda frame, outgoing: outgoing and _is_probe(frame))
+
+
+def largest_burst_bytes(times: list[float], sizes: list[int], window_s: float) -> int:
+    """The most bytes of frames seen within any `window_s` (from one frame's time on)."""
+    if not times:
+        return 0
+    order = np.argsort(times, kind="stable")
+    at, cumulative = np.asarray(times)[order], np.concatenate(([0], np.cumsum(np.asarray(sizes)[order])))
+    ends = np.searchsorted(at, at + window_s, side="left")
+    return int((cumulative[ends] - cumulative[:-1]).max())
+
+
+def host_link_burst(
+    net: HybridNetwork, src: tuple[int, int], dst: tuple[int, int], window_s: float, seconds: float = 2.0
+) -> tuple[int, int]:
+    """A bulk TCP flow from `src` to `dst`: the most bytes of its frames that entered `src`'s ToR within any
+    `window_s` (the host link's shaping bounds them), and how many frames entered in all."""
+    rack, index = src
+    port = f"{net.plan.tor_name(rack)}-eth{net.plan.host(rack, index).tor_port}"
+    with PortTap({port: src}, lambda frame, outgoing: not outgoing and _is_tcp_data(frame)) as tap:
+        goodput(net, [(src, dst)], seconds=seconds, omit_s=0)
+    return largest_burst_bytes(tap.times[src], tap.sizes[src], window_s), len(tap.times[src])
 
 
 def _kernel_timestamp(ancillary: list[tuple[int, int, bytes]]) -> float:
@@ -217,6 +253,11 @@ def _is_probe(frame: bytes) -> bool:
         and frame[23] == socket.IPPROTO_UDP
         and int.from_bytes(frame[36:38], "big") == PROBE_UDP_PORT
     )
+
+
+def _is_tcp_data(frame: bytes) -> bool:
+    """An IPv4 TCP packet carrying data: longer than its headers (Ethernet, IPv4, TCP with options)."""
+    return len(frame) > 100 and frame[12:14] == b"\x08\x00" and frame[23] == socket.IPPROTO_TCP
 
 
 def udp_probe_stream(
@@ -243,7 +284,7 @@ def udp_probe_stream(
     return net.host(*src).popen(["python3", "-c", code])
 
 
-def delivery_gap(tap: OcsPortTap, old_rack: int, new_rack: int, event: OcsEvent) -> float:
+def delivery_gap(tap: PortTap, old_rack: int, new_rack: int, event: OcsEvent) -> float:
     """Seconds between the last packet the old circuit delivered before the reconfiguration and the first
     packet the new circuit delivered after it."""
     before = [t for t in tap.times[old_rack] if t <= event.done]
@@ -258,7 +299,7 @@ def reconfiguration_gap(net: HybridNetwork) -> tuple[float, OcsEvent]:
     if net.plan.racks < CHECK_MIN_RACKS:
         raise ValueError(f"measuring the OCS delivery gap needs at least {CHECK_MIN_RACKS} racks")
     net.controller.set_circuits([{"src_rack": 0, "dst_rack": 1}])
-    with OcsPortTap(net, [1, 2]) as tap:
+    with ocs_port_tap(net, [1, 2]) as tap:
         stream = udp_probe_stream(net, (0, 0), [(1, 0), (2, 0)], seconds=1.2, interval_s=PROBE_RESOLUTION_S)
         time.sleep(0.5)
         event = net.controller.set_circuits([{"src_rack": 0, "dst_rack": 2}])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hybridbed.config.fabric import FabricSpec, OcsSpec
+from hybridbed.config.fabric import FRAME_BYTES, FabricSpec, OcsSpec
 from hybridbed.controller.client import ControllerError
 from hybridbed.controller.rest_api import body_limit_bytes
 from hybridbed.results.fidelity import DATAPATH_LOSS_WARN_SHARE
@@ -21,7 +21,7 @@ from hybridbed.testbed.fidelity import RECONFIG_SAMPLES, check_steering
 from hybridbed.testbed.fidelity_monitor import parse_net_dev, parse_qdiscs
 from hybridbed.testbed.network import HybridNetwork
 from hybridbed.testbed.runs import RunManifest
-from hybridbed.testbed.shaping import shaped_ports
+from hybridbed.testbed.shaping import burst_bytes, shaped_ports
 
 from .conftest import RECONFIG_DELAY_MS, assert_goodput_is
 
@@ -61,6 +61,23 @@ def test_tcp_goodput_matches_the_configured_rate(clean_circuits, fabric, path):
     else:
         configured = min(fabric.host_rate_mbps, fabric.eps_uplink_mbps)
     assert_goodput_is(net, configured)
+
+
+BURST_WINDOW_S = 0.01  # ten frames' time at the test fabric's 10 Mb/s host rate
+
+
+def test_a_hosts_tcp_enters_its_tor_at_the_host_links_rate_not_in_bursts(clean_circuits, fabric):
+    """Within any 10 ms, a bulk TCP flow to a host of its rack puts into its ToR no more than its host link carries in that time plus
+    the link's burst. Linux's TCP hands the qdisc multi-frame segments even with segmentation offloads off,
+    and the host link's HTB charged each at once: its frames then left back to back at the veth's speed, up to
+    45 of them within microseconds, into switch queues of 32 (docs/network.md, "Frames, not segments")."""
+    rate_bytes_per_s = fabric.host_rate_mbps * 1e6 / 8
+    largest, frames = probes.host_link_burst(clean_circuits, (0, 0), (0, 1), BURST_WINDOW_S)
+    assert frames > 1000, "the flow did not run"
+    allowed = rate_bytes_per_s * BURST_WINDOW_S + burst_bytes(fabric.host_rate_mbps) + FRAME_BYTES
+    assert largest <= allowed, (
+        f"{largest} bytes entered the ToR within {BURST_WINDOW_S * 1000:g} ms (at most {allowed:.0f})"
+    )
 
 
 def _switch_packets(fabric: FabricSpec) -> tuple[int, int, int]:

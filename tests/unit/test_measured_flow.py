@@ -1,5 +1,6 @@
 """The measured flow the fidelity check reads goodput with: its two ends over loopback (the sender starts when
-told and stops on time, the receiver notes every byte), and the reading of the notes over a common window."""
+told and stops on time, the receiver notes every byte), the reading of the notes over a common window, and
+the most bytes a capture saw within a window."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 from hybridbed.testbed import measured_flow
-from hybridbed.testbed.probes import window_goodput
+from hybridbed.testbed.probes import largest_burst_bytes, window_goodput
 
 SECONDS = 0.6
 
@@ -85,3 +86,17 @@ def test_the_window_counts_only_the_bytes_read_inside_it():
     assert result.bytes_received == int(counts[-1])
     later = window_goodput("a", "b", notes, int(counts[-1]), begin=106.0, seconds=2.0)
     assert later.mbps == pytest.approx(1.0 + 8.0 / 2)  # the burst's 8 Mb over two seconds
+
+
+def test_the_largest_burst_is_the_most_bytes_within_any_window():
+    """Frames 1.2 ms apart, one clump of ten within a microsecond, given out of order: a 5 ms window holds
+    the clump and the spaced frames around it, and no window holds more."""
+    spaced = [i * 0.0012 for i in range(100)]
+    clump = [0.05 + i * 1e-7 for i in range(10)]
+    times = spaced[::-1] + clump
+    sizes = [1514] * len(times)
+    in_any = max(sum(1 for t in times if start <= t < start + 0.005) for start in times)
+    assert largest_burst_bytes(times, sizes, 0.005) == in_any * 1514
+    assert in_any >= 14  # the clump and the spaced frames within 5 ms of it
+    assert largest_burst_bytes(spaced, [1514] * 100, 0.005) == 5 * 1514
+    assert largest_burst_bytes([], [], 0.005) == 0
