@@ -1,5 +1,6 @@
-"""Measurements on a running HybridNetwork: TCP goodput (measured_flow), byte counters per path, and the gap
-in OCS delivery across a reconfiguration (packet sockets on the OCS switch ports).
+"""Measurements on a running HybridNetwork: TCP goodput (measured_flow), byte counters per path, and, from
+packet sockets on switch ports, the gap in OCS delivery across a reconfiguration and the most a host link lets
+into its ToR within a short window.
 
 Everything here observes real traffic between the run's Mininet hosts; nothing is modelled.
 """
