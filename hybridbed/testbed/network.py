@@ -57,9 +57,10 @@ OFFLOADS_OFF = "tx off rx off tso off gso off gro off"
 OFFLOADS_WITH_TSO = "rx off gro off"
 # Linux's TCP hands the qdisc segments of several frames even with segmentation offloads off (it segments them
 # in software after the qdisc), and a host link's HTB charged each segment at once: its frames then left back
-# to back at the veth's speed, up to 45 within microseconds, and a connection paced at 1 Mb/s sent 9 frames
-# every 104 ms. A device limit of one frame per segment makes TCP send frames, which the link then shapes
-# and TCP's pacing spaces one by one (docs/network.md, "Frames, not segments"). Userspace TSO sends segments.
+# to back at the veth's speed (23-37 frames within 10 ms on a 10 Mb/s link, which carries 8), and a connection
+# paced at 1 Mb/s sent 9 frames at a time, every 87-104 ms. A device limit of one frame per segment makes TCP
+# send frames, which the link then shapes and TCP's pacing spaces one by one (docs/network.md, "Frames, not
+# segments"). Userspace TSO sends segments.
 ONE_FRAME_PER_SEGMENT = "gso_max_segs 1"
 
 

@@ -67,10 +67,11 @@ BURST_WINDOW_S = 0.01  # ten frames' time at the test fabric's 10 Mb/s host rate
 
 
 def test_a_hosts_tcp_enters_its_tor_at_the_host_links_rate_not_in_bursts(clean_circuits, fabric):
-    """Within any 10 ms, a bulk TCP flow to a host of its rack puts into its ToR no more than its host link carries in that time plus
-    the link's burst. Linux's TCP hands the qdisc multi-frame segments even with segmentation offloads off,
-    and the host link's HTB charged each at once: its frames then left back to back at the veth's speed, up to
-    45 of them within microseconds, into switch queues of 32 (docs/network.md, "Frames, not segments")."""
+    """Within any 10 ms, a bulk TCP flow to a host of its rack puts into its ToR no more than its host link
+    carries in that time plus the link's burst. Linux's TCP hands the qdisc multi-frame segments even with
+    segmentation offloads off, and the host link's HTB charged each at once: its frames then left back to back
+    at the veth's speed, 23-37 of them (34.8-55.8 kB) within 10 ms where the link carries 8
+    (docs/network.md, "Frames, not segments")."""
     rate_bytes_per_s = fabric.host_rate_mbps * 1e6 / 8
     largest, frames = probes.host_link_burst(clean_circuits, (0, 0), (0, 1), BURST_WINDOW_S)
     assert frames > 1000, "the flow did not run"
