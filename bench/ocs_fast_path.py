@@ -77,7 +77,7 @@ def _tc(*args: str) -> subprocess.CompletedProcess:
 def hand_ocs_to_tc(net: HybridNetwork, fabric: FabricSpec) -> str:
     """Take every OCS port out of the OCS bridge and cross-connect the ring in tc; returns the classifier used."""
     plan = net.plan
-    ports = [f"ocs-eth{plan.ocs_port(r, 0)}" for r in range(fabric.racks)]
+    ports = [plan.port_interface("ocs", plan.ocs_port(r, 0)) for r in range(fabric.racks)]
     for port in ports:
         net.ovs.vsctl("del-port", "ocs", port)
         _tc("qdisc", "add", "dev", port, "ingress").check_returncode()

@@ -151,7 +151,9 @@ def main() -> None:
     assert spec.hosts_per_rack == 1 and cap_mbps is not None, "the GENI scenario: one host per rack, a task cap"
     with HybridNetwork(spec, OcsSpec(reconfig_delay_ms=geni.ocs.reconfig_delay_ms)) as net:
         net.controller.set_circuits([{"src_rack": a, "dst_rack": b} for a, b in circuits(args.racks)])
-        devs = [f"{net.plan.tor_name(a)}-eth{net.plan.tor_ocs_port(0)}" for a, _ in circuits(args.racks)]
+        devs = [
+            net.plan.port_interface(net.plan.tor_name(a), net.plan.tor_ocs_port(0)) for a, _ in circuits(args.racks)
+        ]
         for cburst, hogs in phases:
             print(set_cburst(devs, cburst, spec.ocs_rate_mbps))
             busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(int(hogs))]

@@ -85,6 +85,11 @@ class FabricPlan:
         return f"tor{rack}"
 
     @staticmethod
+    def port_interface(switch: str, port: int) -> str:
+        """The interface Mininet makes for a switch's port: `<switch>-eth<port>`."""
+        return f"{switch}-eth{port}"
+
+    @staticmethod
     def tor_dpid(rack: int) -> int:
         return rack + 1
 

@@ -211,7 +211,7 @@ class PortTap:
 def ocs_port_tap(net: HybridNetwork, racks: list[int], ocs_port: int = 0) -> PortTap:
     """The probe packets the OCS switch sends out of the given racks' ports, keyed by rack: when circuits stop
     and start delivering."""
-    ports = {f"ocs-eth{net.plan.ocs_port(rack, ocs_port)}": rack for rack in racks}
+    ports = {net.plan.port_interface("ocs", net.plan.ocs_port(rack, ocs_port)): rack for rack in racks}
     return PortTap(ports, lambda frame, outgoing: outgoing and _is_probe(frame))
 
 
@@ -231,7 +231,7 @@ def host_link_burst(
     """A bulk TCP flow from `src` to `dst`: the most bytes of its frames that entered `src`'s ToR within any
     `window_s` (the host link's shaping bounds them), and how many frames entered in all."""
     rack, index = src
-    port = f"{net.plan.tor_name(rack)}-eth{net.plan.host(rack, index).tor_port}"
+    port = net.plan.port_interface(net.plan.tor_name(rack), net.plan.host(rack, index).tor_port)
     with PortTap({port: src}, lambda frame, outgoing: not outgoing and _is_tcp_data(frame)) as tap:
         goodput(net, [(src, dst)], seconds=seconds, omit_s=0)
     return largest_burst_bytes(tap.times[src], tap.sizes[src], window_s), len(tap.times[src])

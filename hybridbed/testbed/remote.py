@@ -196,9 +196,13 @@ def plan_tunnels(
         if server == 0:
             continue
         tor = plan.tor_name(rack)
-        links[server].append((f"eps-eth{plan.eps_port(rack)}", f"{tor}-eth{plan.tor_eps_port}"))
+        links[server].append(
+            (plan.port_interface("eps", plan.eps_port(rack)), plan.port_interface(tor, plan.tor_eps_port))
+        )
         for k in range(plan.ocs_ports_per_tor):
-            links[server].append((f"ocs-eth{plan.ocs_port(rack, k)}", f"{tor}-eth{plan.tor_ocs_port(k)}"))
+            links[server].append(
+                (plan.port_interface("ocs", plan.ocs_port(rack, k)), plan.port_interface(tor, plan.tor_ocs_port(k)))
+            )
     vni = vni_base(sum(len(v) + 1 for v in links.values()))
     tunnels = []
     for server, pairs in links.items():

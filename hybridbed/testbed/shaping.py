@@ -54,14 +54,16 @@ def shaped_ports(fabric: FabricSpec) -> list[ShapedPort]:
     for rack in range(plan.racks):
         tor = plan.tor_name(rack)
         ports += [
-            ShapedPort(f"{tor}-eth{plan.host(rack, h).tor_port}", "host", fabric.host_rate_mbps)
+            ShapedPort(plan.port_interface(tor, plan.host(rack, h).tor_port), "host", fabric.host_rate_mbps)
             for h in range(plan.hosts_per_rack)
         ]
-        ports.append(ShapedPort(f"{tor}-eth{plan.tor_eps_port}", "tor-eps", fabric.eps_uplink_mbps))
-        ports.append(ShapedPort(f"eps-eth{plan.eps_port(rack)}", "tor-eps", fabric.eps_uplink_mbps))
+        ports.append(ShapedPort(plan.port_interface(tor, plan.tor_eps_port), "tor-eps", fabric.eps_uplink_mbps))
+        ports.append(ShapedPort(plan.port_interface("eps", plan.eps_port(rack)), "tor-eps", fabric.eps_uplink_mbps))
         for k in range(plan.ocs_ports_per_tor):
-            ports.append(ShapedPort(f"{tor}-eth{plan.tor_ocs_port(k)}", "tor-ocs", fabric.ocs_rate_mbps))
-            ports.append(ShapedPort(f"ocs-eth{plan.ocs_port(rack, k)}", "tor-ocs", fabric.ocs_rate_mbps))
+            ports.append(ShapedPort(plan.port_interface(tor, plan.tor_ocs_port(k)), "tor-ocs", fabric.ocs_rate_mbps))
+            ports.append(
+                ShapedPort(plan.port_interface("ocs", plan.ocs_port(rack, k)), "tor-ocs", fabric.ocs_rate_mbps)
+            )
     return ports
 
 
