@@ -65,7 +65,7 @@ def run_scenario(scenario: Scenario, out_dir: Path, on_progress: Callable[[Progr
     host_pids = [
         {a.name: net.net.get(a.name).pid for a in net.plan.hosts() if net.rack_server[a.rack] == k} for k in servers
     ]
-    monitor = FabricMonitor(scenario.fabric, out_dir / "fidelity.csv", host_pids, net.remotes)
+    monitor = FabricMonitor(scenario.fabric, out_dir / "fidelity.csv", host_pids, net.forwarding_pid, net.remotes)
     try:
         with stops_as_interrupts():
             if scenario.capture_packets:

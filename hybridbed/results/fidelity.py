@@ -1,7 +1,7 @@
 """An emulated run's fidelity verdict: was the machine able to carry the network it was told to emulate?
 
 Read from fidelity.csv (the monitor's samples) and ocs_events.csv, so a verdict can be recomputed from any
-run's directory. Three things can go wrong on a small machine, and each has its thresholds here, in one
+run's directory. Five things can go wrong on a small machine, and each has its thresholds here, in one
 place, set from measured runs (docs/network.md, "Reading the fidelity verdict"):
 
 - CPU: the machine runs out of CPU (Open vSwitch's userspace datapath forwards on one core). A sample
@@ -22,6 +22,11 @@ place, set from measured runs (docs/network.md, "Reading the fidelity verdict"):
   what it cannot send when its send buffer is full: 2.6-4.7 % of the packets on an all-to-all load before
   the buffer was sized to the queues, docs/network.md). What is missing beyond the queue drops is an estimate
   (see DATAPATH_LOSS_WARN_SHARE), good to a few tenths of a percent.
+- Forwarding: the userspace datapath forwards every packet on one thread (Open vSwitch's main thread), which
+  competes for the CPUs with everything else and may be held to a quota. An interval counts as starved when that
+  thread waited for a CPU more than FORWARDING_STARVED_WAIT of it (the kernel's run delay of the thread). The
+  machine's CPU use misses a datapath starved by a quota, and the losses and late circuits it causes show only
+  once it is starved badly enough.
 - Circuits: the dark time of a reconfiguration (controller-measured, from sending the unsteering to the
   barriers that confirm the new circuits: an upper bound on what packets see) against the configured delay,
   and the control lag (demand sampled to new circuits forwarding, reported only). The upper quartile is
@@ -61,6 +66,15 @@ DATAPATH_LOSS_INVALID_SHARE = 0.02  # the send buffer at the kernel's default lo
 # up a whole delay late (warn) or four delays late (invalid).
 DARK_P75_WARN = 2.0
 DARK_P75_INVALID = 5.0
+# An interval in which the forwarding thread waited for a CPU for more than this share of it: it had packets
+# to forward for at least that long and forwarded none of them then.
+FORWARDING_STARVED_WAIT = 0.5
+# Of intervals so starved. The quickstart's four setups had none (375 intervals; the longest wait 0.15 of an
+# interval), nor had its runs beside one and two CPU-bound processes (the longest 0.21 and 0.45); with ovs-vswitchd
+# held to 0.15 of a core, 0.57, which the other measures called `ok` while the makespan grew by 10-14 %; at 0.05,
+# 0.65 (docs/network.md, "Reading the fidelity verdict").
+FORWARDING_STARVED_WARN_SHARE = 0.05
+FORWARDING_STARVED_INVALID_SHARE = 0.25  # a quarter of the run, as the dark time's upper quartile
 LINK_CLASSES = ("host", "tor-eps", "tor-ocs")
 # A standing queue holds at least this share of its port's limit at both ends of an interval. Set from 93
 # runs' samples: healthy runs whose link class fell below LINK_INVALID_MEDIAN (the GENI scenario's 10 Mb/s
@@ -137,6 +151,23 @@ def datapath_measures(samples: pd.DataFrame) -> dict | None:
     }
 
 
+def forwarding_measures(samples: pd.DataFrame) -> dict | None:
+    """The thread that forwarded the packets, per interval: the CPU it ran on and the time it was ready to run
+    with no CPU free, in seconds per second (quantiles over the intervals), and the share of intervals it waited
+    more than FORWARDING_STARVED_WAIT of. None where it was not watched (the kernel datapath, or files from before
+    the monitor read it)."""
+    if "forwarding_wait_share" not in samples.columns or samples.forwarding_wait_share.isna().all():
+        return None
+    columns = ["forwarding_cpu_share", "forwarding_wait_share"]
+    per_interval = samples.groupby("time_s")[columns].first().dropna()
+    waited = per_interval.forwarding_wait_share
+    return {
+        "cpu_share": _quantiles(per_interval.forwarding_cpu_share),
+        "wait_share": _quantiles(waited),
+        "starved_share": round(float((waited > FORWARDING_STARVED_WAIT).mean()), 3) if len(waited) else None,
+    }
+
+
 def circuit_measures(ocs_events: pd.DataFrame) -> dict:
     """Dark time over the configured delay, for reconfigurations that lit a new circuit after a delay, and the
     control lag (demand sampled, or circuits asked for, to new circuits forwarding) in ms, for all."""
@@ -156,9 +187,21 @@ def _lights_a_circuit(event: pd.Series) -> bool:
     return bool(pairs(event.circuits_after) - pairs(event.circuits_before))
 
 
-def judge(cpu: dict, links: dict[str, dict], circuits: dict, datapath: dict | None = None) -> Verdict:
+def judge(
+    cpu: dict, links: dict[str, dict], circuits: dict, datapath: dict | None = None, forwarding: dict | None = None
+) -> Verdict:
     """The verdict and its reasons from the measures (thresholds above)."""
     invalid, warn = [], []
+    starved = forwarding["starved_share"] if forwarding else None
+    if starved is not None:
+        said = (
+            f"the datapath's forwarding thread waited for a CPU more than {FORWARDING_STARVED_WAIT:.0%} of the time"
+            f" in {starved:.0%} of intervals"
+        )
+        if starved > FORWARDING_STARVED_INVALID_SHARE:
+            invalid.append(f"{said} (limit {FORWARDING_STARVED_INVALID_SHARE:.0%})")
+        elif starved > FORWARDING_STARVED_WARN_SHARE:
+            warn.append(f"{said} (limit {FORWARDING_STARVED_WARN_SHARE:.0%})")
     lost = datapath["lost_share"] if datapath else None
     if lost is not None:
         said = f"the datapath lost {lost:.2%} of the packets the switches received"
@@ -203,14 +246,15 @@ def fidelity_summary(
     (docs/network.md). So is the time the tasks' CPU quotas held their processes back (`tasks`: tasks.csv),
     which no run has yet measured enough of to set a threshold on."""
     cpu, links, circuits = cpu_measures(samples), link_measures(samples), circuit_measures(ocs_events)
-    datapath = datapath_measures(samples)
-    verdict = judge(cpu, links, circuits, datapath)
+    datapath, forwarding = datapath_measures(samples), forwarding_measures(samples)
+    verdict = judge(cpu, links, circuits, datapath, forwarding)
     return {
         "verdict": verdict.verdict,
         "reasons": verdict.reasons,
         **cpu,
         "links": links,
         "datapath": datapath,
+        "forwarding": forwarding,
         **circuits,
         "tcp": _with_retransmitted_share(tcp) if tcp else None,
         "task_throttling": None if tasks is None else task_throttling(tasks),

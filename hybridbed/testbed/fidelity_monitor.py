@@ -12,6 +12,10 @@ intervals in which the port sent its bursts at its rate and idled in between (do
 the fidelity verdict").
 It also reads the ports' packet counters (/proc/net/dev): every packet a switch port receives leaves by
 another port or is dropped at a shaped queue, so what is missing from the sums was lost inside the datapath.
+And it reads the kernel's scheduler statistics of the thread that forwards the packets (Open vSwitch's main
+thread, in the userspace datapath): the CPU it used and the time it was ready to run but had no CPU. The
+machine's CPU use does not show a datapath starved by a quota or by processes it competes with for one core;
+its own wait does, as it happens (docs/network.md, "Reading the fidelity verdict").
 
 At its start and stop it also reads every emulated host's TCP counters (segments sent and retransmitted,
 timeouts, reordering, from /proc/<pid>/net/snmp and netstat of a process in the host's namespace): the
@@ -52,6 +56,8 @@ FIDELITY_FIELDS = [
     "time_s",
     "interval_s",
     "cpu_busy_pct",
+    "forwarding_cpu_share",  # seconds the forwarding thread ran per second of the interval (empty: not watched)
+    "forwarding_wait_share",  # seconds it was ready to run and had no CPU, per second of the interval
     "link",
     "link_class",
     "configured_mbps",
@@ -108,6 +114,30 @@ def read_tcp_counters(pid: int) -> dict[str, int] | None:
 
 
 @dataclass(frozen=True)
+class ThreadTimes:
+    """A thread's time on a CPU and its time ready to run with none free (its run delay), in seconds."""
+
+    cpu_s: float
+    waiting_s: float
+
+
+def parse_schedstat(text: str) -> ThreadTimes:
+    """A thread's /proc/<pid>/task/<tid>/schedstat: nanoseconds on a CPU, nanoseconds waiting on a run queue, and
+    the time slices it ran."""
+    on_cpu, waiting, _ = text.split()
+    return ThreadTimes(int(on_cpu) / 1e9, int(waiting) / 1e9)
+
+
+def read_main_thread_times(pid: int) -> ThreadTimes | None:
+    """The scheduler's times of process `pid`'s main thread; None once it is gone (or where the kernel keeps no
+    such statistics)."""
+    try:
+        return parse_schedstat(Path(f"/proc/{pid}/task/{pid}/schedstat").read_text())
+    except OSError:
+        return None
+
+
+@dataclass(frozen=True)
 class QdiscCounters:
     bytes_sent: int
     backlog_bytes: int
@@ -144,13 +174,20 @@ def parse_qdiscs(tc_json: str) -> dict[str, QdiscCounters]:
 class FidelityMonitor:
     """Samples into `path` from start() until stop(); times are seconds after `origin_unix`. Must be started
     from a thread inside the run's network namespace (its thread, and the `tc` it runs, inherit it).
-    `host_pids`: a process in each emulated host's namespace (its shell), whose TCP counters to read."""
+    `host_pids`: a process in each emulated host's namespace (its shell), whose TCP counters to read;
+    `forwarding_pid`: the process whose main thread forwards the packets (None: the kernel forwards them)."""
 
     def __init__(
-        self, fabric: FabricSpec, path: Path, host_pids: dict[str, int], interval_s: float = SAMPLE_INTERVAL_S
+        self,
+        fabric: FabricSpec,
+        path: Path,
+        host_pids: dict[str, int],
+        forwarding_pid: int | None,
+        interval_s: float = SAMPLE_INTERVAL_S,
     ):
         self.ports = {p.interface: p for p in shaped_ports(fabric)}
         self.host_pids = host_pids
+        self.forwarding_pid = forwarding_pid
         self.tcp: dict[str, int] = {}  # TCP_COUNTERS summed over the hosts, from start() to stop()
         self.path = path
         self.interval_s = interval_s
@@ -180,6 +217,9 @@ class FidelityMonitor:
         """The monitor's own cost: CPU seconds per second watched."""
         return self.own_cpu_s / self.watched_s if self.watched_s else 0.0
 
+    def _read_forwarding(self) -> ThreadTimes | None:
+        return None if self.forwarding_pid is None else read_main_thread_times(self.forwarding_pid)
+
     @staticmethod
     def _read_packets() -> dict[str, PortPackets]:
         return parse_net_dev(Path("/proc/thread-self/net/dev").read_text())  # the run's namespace: this thread's
@@ -199,7 +239,7 @@ class FidelityMonitor:
         psutil.cpu_percent(interval=None)  # opens the first interval
         before, before_t, packets_before = self._read_qdiscs(), time.time(), self._read_packets()
         lowest = {interface: counters.backlog_bytes for interface, counters in before.items()}
-        tcp_before = self._read_tcp()
+        tcp_before, forwarding_before = self._read_tcp(), self._read_forwarding()
         row_due = time.monotonic() + self.interval_s
         with self.path.open("w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=FIDELITY_FIELDS)
@@ -214,7 +254,9 @@ class FidelityMonitor:
                     continue
                 now_t, packets_now = time.time(), self._read_packets()
                 cpu = psutil.cpu_percent(interval=None)
+                forwarding_now = self._read_forwarding()
                 seconds = now_t - before_t
+                forwarding = _forwarding_columns(forwarding_before, forwarding_now, seconds)
                 for interface, port in self.ports.items():
                     a, b = before.get(interface), now_counters.get(interface)
                     pa, pb = packets_before.get(interface), packets_now.get(interface)
@@ -225,6 +267,7 @@ class FidelityMonitor:
                             "time_s": round(now_t - self._origin, 3),
                             "interval_s": round(seconds, 3),
                             "cpu_busy_pct": cpu,
+                            **forwarding,
                             "link": interface,
                             "link_class": port.link_class,
                             "configured_mbps": port.configured_mbps,
@@ -239,6 +282,7 @@ class FidelityMonitor:
                     )
                 f.flush()
                 before, before_t, packets_before = now_counters, now_t, packets_now
+                forwarding_before = forwarding_now
                 lowest = {interface: counters.backlog_bytes for interface, counters in now_counters.items()}
                 row_due = time.monotonic() + self.interval_s
                 if stopping:
@@ -248,6 +292,18 @@ class FidelityMonitor:
             self.tcp = {name: sum(end[name] - begin[name] for begin, end in watched) for name in TCP_COUNTERS}
         self.own_cpu_s += time.thread_time() - thread_cpu
         self.watched_s = time.monotonic() - started
+
+
+def _forwarding_columns(
+    before: ThreadTimes | None, after: ThreadTimes | None, seconds: float
+) -> dict[str, float | None]:
+    """fidelity.csv's forwarding columns for an interval of `seconds` between two readings (None: not read)."""
+    if before is None or after is None or seconds <= 0:
+        return {"forwarding_cpu_share": None, "forwarding_wait_share": None}
+    return {
+        "forwarding_cpu_share": round((after.cpu_s - before.cpu_s) / seconds, 4),
+        "forwarding_wait_share": round((after.waiting_s - before.waiting_s) / seconds, 4),
+    }
 
 
 class ServerPart(Protocol):
@@ -262,12 +318,19 @@ class FabricMonitor:
     they stop. On one machine it is that machine's FidelityMonitor alone."""
 
     def __init__(
-        self, fabric: FabricSpec, path: Path, host_pids: list[dict[str, int]], parts: Sequence[ServerPart] = ()
+        self,
+        fabric: FabricSpec,
+        path: Path,
+        host_pids: list[dict[str, int]],
+        forwarding_pid: int | None,
+        parts: Sequence[ServerPart] = (),
     ):
-        """`host_pids[k]`: a process in each emulated host's namespace on server k (0: this machine)."""
+        """`host_pids[k]`: a process in each emulated host's namespace on server k (0: this machine);
+        `forwarding_pid`: this machine's forwarding process (None: the kernel datapath, on every server)."""
         self.fabric = fabric
         self.path = path
-        self.local = FidelityMonitor(fabric, path, host_pids[0])
+        self.local = FidelityMonitor(fabric, path, host_pids[0], forwarding_pid)
+        self.watch_forwarding = forwarding_pid is not None
         self.parts = list(zip(parts, host_pids[1:]))
         self.tcp: dict[str, int] = {}
 
@@ -280,7 +343,13 @@ class FabricMonitor:
         self.local.start(origin_unix)
         fabric = self.fabric.model_dump(mode="json")
         for part, pids in self.parts:
-            part.request("monitor_start", fabric=fabric, host_pids=pids, origin_unix=origin_unix)
+            part.request(
+                "monitor_start",
+                fabric=fabric,
+                host_pids=pids,
+                origin_unix=origin_unix,
+                watch_forwarding=self.watch_forwarding,
+            )
 
     def stop(self) -> None:
         """Stop every monitor; a further server's samples go below this machine's in the one file (a server

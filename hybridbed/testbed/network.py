@@ -361,6 +361,14 @@ class HybridNetwork:
             subprocess.run(["ovs-vsctl", *commands], check=True, capture_output=True)
 
     @property
+    def forwarding_pid(self) -> int | None:
+        """The process whose main thread forwards this machine's share of the run's packets: its Open vSwitch
+        in the userspace datapath (None in the kernel's, which forwards in the kernel's own context)."""
+        if self.datapath != "user" or self.local is None or self.local.ovs is None:
+            return None
+        return self.local.ovs.vswitchd_pid
+
+    @property
     def userspace_tso(self) -> bool:
         """Whether the run's switches segment TCP in software: asked for, and only the userspace datapath can."""
         return self.fabric.userspace_tso and self.datapath == "user"

@@ -91,13 +91,19 @@ class PrivateOVS:
         )
         self._wait_for(self.rundir / "ovs-vswitchd.ctl", "ovs-vswitchd")
 
+    @property
+    def vswitchd_pid(self) -> int:
+        """ovs-vswitchd's process: its main thread is the userspace datapath's forwarding thread (no DPDK ports,
+        so no poll-mode threads), and it applies flow entries and answers barriers too."""
+        return self.processes["ovs-vswitchd"].pid
+
     def set_send_buffer(self, nbytes: int, timeout_s: float = 5.0) -> None:
         """Give the userspace datapath's send socket a buffer of `nbytes` (see shaping.py for why).
 
         ovs-vswitchd sends on every port through one unbound packet socket, made at its first send, with the
         kernel's default buffer and no option to change it; a duplicate of its descriptor (pidfd_getfd) sets
         the buffer of that very socket. Waits up to `timeout_s` for the socket to appear."""
-        pid = self.processes["ovs-vswitchd"].pid
+        pid = self.vswitchd_pid
         deadline = time.monotonic() + timeout_s
         while (fd := _send_socket_fd(pid)) is None:
             if time.monotonic() > deadline:

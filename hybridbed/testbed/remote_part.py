@@ -79,10 +79,12 @@ def serve(config: dict, requests: TextIO, out: TextIO) -> None:
                 run.relay(f"UNIX-LISTEN:{path}", f"TCP:{request['target']}", f"relay to {request['target']}")
                 _reply(out, {"ok": True, "path": str(path)})
             elif op == "monitor_start":
+                assert run.ovs is not None
                 monitor = FidelityMonitor(
                     FabricSpec.model_validate(request["fabric"]),
                     run.record.state_dir / "fidelity.csv",
                     request["host_pids"],
+                    run.ovs.vswitchd_pid if request["watch_forwarding"] else None,
                 )
                 monitor.start(request["origin_unix"])
                 _reply(out, {"ok": True})

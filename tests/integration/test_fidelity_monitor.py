@@ -11,7 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from hybridbed.results.fidelity import DATAPATH_LOSS_WARN_SHARE
+from hybridbed.results.fidelity import (
+    DATAPATH_LOSS_WARN_SHARE,
+    FORWARDING_STARVED_INVALID_SHARE,
+    FORWARDING_STARVED_WAIT,
+)
 from hybridbed.results.load import load
 from hybridbed.testbed.runs import STATE_ROOT, RunManifest
 
@@ -87,6 +91,10 @@ def test_a_normal_run_is_ok_and_says_what_it_measured(tmp_path):
     # every packet the switch ports received was sent on or dropped at a shaped queue (within tc's miscount)
     datapath = fidelity["datapath"]
     assert datapath["received"] > 10_000 and datapath["lost_share"] <= DATAPATH_LOSS_WARN_SHARE, datapath
+    # Open vSwitch's forwarding thread ran, and found a CPU when it had packets
+    forwarding = fidelity["forwarding"]
+    assert forwarding["cpu_share"]["max"] > 0.05 and forwarding["starved_share"] == 0.0, forwarding
+    assert forwarding["wait_share"]["p75"] < FORWARDING_STARVED_WAIT, forwarding
     samples = load(tmp_path / "normal").fidelity  # the time series, as a notebook reads it
     assert set(samples.link_class) == {"host", "tor-eps", "tor-ocs"} and samples.time_s.is_monotonic_increasing
 
@@ -94,5 +102,8 @@ def test_a_normal_run_is_ok_and_says_what_it_measured(tmp_path):
 def test_a_run_whose_datapath_is_starved_of_cpu_is_not_ok(tmp_path):
     summary = run_quickstart(tmp_path / "starved", starve=True)
     fidelity = summary["fidelity"]
-    assert fidelity["verdict"] in ("warn", "invalid")
-    assert fidelity["reasons"]
+    assert fidelity["verdict"] == "invalid"
+    # the cause, measured where it happens: the forwarding thread waited out the quota (0.05 of a core)
+    assert fidelity["forwarding"]["starved_share"] > FORWARDING_STARVED_INVALID_SHARE, fidelity["forwarding"]
+    assert fidelity["forwarding"]["cpu_share"]["median"] <= 1.5 * STARVED_CORES, fidelity["forwarding"]
+    assert any("forwarding thread waited" in reason for reason in fidelity["reasons"]), fidelity["reasons"]

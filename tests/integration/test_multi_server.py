@@ -197,7 +197,7 @@ def test_a_server_that_refuses_the_run_is_named_and_nothing_is_built(two_servers
 def test_the_quickstart_comparison_runs_across_two_servers(two_servers, tmp_path):
     """Racks 2 and 3 with their workers on the second server: their agents reach the scheduler through the
     control tunnel's relay, store their input blocks and run their tasks there, and the run's fidelity verdict
-    judges the links of both servers."""
+    judges the links and the datapaths of both servers."""
     path = two_servers.quickstart(tmp_path, jobs=6)
     runs_before, namespaces_before = _runs(), _namespaces()
     out = tmp_path / "cmp"
@@ -213,8 +213,12 @@ def test_the_quickstart_comparison_runs_across_two_servers(two_servers, tmp_path
         assert summary["fidelity"] in ("ok", "warn"), (setup, summary["fidelity_reasons"])
         tasks = pd.read_csv(out / setup / "tasks.csv")
         assert {"r0h0", "r3h1"} <= set(tasks.host), f"{setup}: tasks ran on {sorted(set(tasks.host))}"
-        watched = set(pd.read_csv(out / setup / "fidelity.csv").link)
+        samples = pd.read_csv(out / setup / "fidelity.csv")
+        watched = set(samples.link)
         assert {"tor0-eth1", "tor3-eth1"} <= watched, f"{setup}: fidelity samples of {sorted(watched)}"
+        # each server's monitor read the forwarding thread of its own Open vSwitch
+        forwarding = samples.groupby("link").forwarding_cpu_share.max()[["tor0-eth1", "tor3-eth1"]]
+        assert (forwarding > 0).all(), f"{setup}: forwarding thread's CPU {forwarding.to_dict()}"
     assert _runs() == runs_before and _namespaces() == namespaces_before
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import io
+import subprocess
+import sys
 import time
 
 import pandas as pd
@@ -16,6 +18,8 @@ from hybridbed.testbed.fidelity_monitor import (
     FidelityMonitor,
     PortPackets,
     QdiscCounters,
+    ThreadTimes,
+    parse_schedstat,
 )
 
 
@@ -44,13 +48,18 @@ def test_each_further_servers_samples_and_tcp_counters_join_this_machines(tmp_pa
     parts = [_Part("tor2-eth2", 3), _Part("tor4-eth2", 4), _Part("tor5-eth2", 5, answers=False)]
     path = tmp_path / "fidelity.csv"
     pids = [{}, {"r2h0": 11}, {"r4h0": 12}, {"r5h0": 13}]
-    monitor = FabricMonitor(fabric, path, pids, parts)
+    monitor = FabricMonitor(fabric, path, pids, 4242, parts)
     monitor.start(origin_unix=100.0)
     monitor.stop()
     start = parts[0].asked[0]
     assert start == (
         "monitor_start",
-        {"fabric": fabric.model_dump(mode="json"), "host_pids": {"r2h0": 11}, "origin_unix": 100.0},
+        {
+            "fabric": fabric.model_dump(mode="json"),
+            "host_pids": {"r2h0": 11},
+            "origin_unix": 100.0,
+            "watch_forwarding": True,  # each server watches its own forwarding thread, as this one does
+        },
     )
     samples = pd.read_csv(path)  # this machine watched no port of its own here (no switches): only its header
     assert list(samples.link) == ["tor2-eth2", "tor4-eth2"]  # the third server did not answer: its links unjudged
@@ -63,7 +72,7 @@ class _Bursting(FidelityMonitor):
     to 1514 bytes. The readings it took are counted."""
 
     def __init__(self, fabric: FabricSpec, path):
-        super().__init__(fabric, path, {}, interval_s=0.4)
+        super().__init__(fabric, path, {}, None, interval_s=0.4)
         self.readings = 0
         self.row_written = True
 
@@ -90,3 +99,45 @@ def test_the_monitor_keeps_the_smallest_queue_it_read_between_an_intervals_ends(
     assert (samples.backlog_min_bytes == 1514).all()
     assert ((samples.backlog_start_bytes == 9084) & (samples.backlog_end_bytes == 9084)).mean() >= 0.5
     assert monitor.readings >= 3 * samples.time_s.nunique()  # two or more between the ends
+
+
+def test_a_threads_schedstat_gives_its_cpu_time_and_its_wait_for_a_cpu():
+    assert parse_schedstat("2500000000 125000000 1234\n") == ThreadTimes(cpu_s=2.5, waiting_s=0.125)
+
+
+class _NoPorts(FidelityMonitor):
+    """A monitor of one port whose counters stand still: what it reads of the forwarding thread is the test."""
+
+    def _read_qdiscs(self) -> dict[str, QdiscCounters]:
+        return {interface: QdiscCounters(0, 0, 0) for interface in self.ports}
+
+    def _read_packets(self) -> dict[str, PortPackets]:  # type: ignore[override]
+        return {interface: PortPackets(0, 0) for interface in self.ports}
+
+
+def test_the_monitor_reads_what_the_forwarding_thread_ran_in_each_interval(tmp_path):
+    fabric = FabricSpec(racks=2, hosts_per_rack=1)
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])  # a forwarding thread that never idles
+    try:
+        monitor = _NoPorts(fabric, tmp_path / "fidelity.csv", {}, busy.pid, interval_s=0.4)
+        monitor.start(origin_unix=0.0)
+        time.sleep(1.7)
+        monitor.stop()
+    finally:
+        busy.kill()
+        busy.wait()
+    per_interval = pd.read_csv(tmp_path / "fidelity.csv").groupby("time_s").first()
+    assert len(per_interval) >= 3
+    # a thread that never idles is on a CPU or waiting for one all the time: the two shares add up to the interval
+    ran = per_interval.forwarding_cpu_share + per_interval.forwarding_wait_share
+    assert ran.between(0.9, 1.1).all(), per_interval
+    assert (per_interval.forwarding_cpu_share > 0.1).all(), per_interval
+
+
+def test_a_monitor_without_a_forwarding_process_leaves_its_columns_empty(tmp_path):
+    monitor = _NoPorts(FabricSpec(racks=2, hosts_per_rack=1), tmp_path / "fidelity.csv", {}, None, interval_s=0.3)
+    monitor.start(origin_unix=0.0)
+    time.sleep(0.7)
+    monitor.stop()
+    samples = pd.read_csv(tmp_path / "fidelity.csv")
+    assert len(samples) and samples.forwarding_cpu_share.isna().all() and samples.forwarding_wait_share.isna().all()

@@ -22,18 +22,27 @@ QUEUE = LIMIT // 2
 
 
 def samples(
-    ratios: dict[str, list[float]], cpu: list[float], queue: int = QUEUE, lost: int = 0, drops: int = 0
+    ratios: dict[str, list[float]],
+    cpu: list[float],
+    queue: int = QUEUE,
+    lost: int = 0,
+    drops: int = 0,
+    forwarding_wait: list[float] | None = None,
 ) -> pd.DataFrame:
     """One row per link class and interval; each link received 1000 packets an interval, of which its shaped
-    queue dropped `drops` and the datapath lost `lost`."""
+    queue dropped `drops` and the datapath lost `lost`. The forwarding thread waited for a CPU
+    `forwarding_wait[i]` of interval i (and ran 0.3 of it); None: not watched."""
     rows = []
     for i, busy in enumerate(cpu):
+        waited = None if forwarding_wait is None else forwarding_wait[i]
         for link_class, values in ratios.items():
             rows.append(
                 {
                     "time_s": 0.5 * (i + 1),
                     "interval_s": 0.5,
                     "cpu_busy_pct": busy,
+                    "forwarding_cpu_share": None if waited is None else 0.3,
+                    "forwarding_wait_share": waited,
                     "link": f"{link_class}-link",
                     "link_class": link_class,
                     "configured_mbps": 2.0,
@@ -222,6 +231,29 @@ def test_packets_the_datapath_lost_are_counted_apart_from_queue_drops_and_judged
     assert lossy["verdict"] == "warn" and "datapath lost 1.00%" in lossy["reasons"][0]
     starved = fidelity_summary(samples({"tor-eps": [1.0]}, cpu=[40.0] * 20, lost=47), events([]), None)
     assert starved["verdict"] == "invalid" and "datapath lost 4.70%" in starved["reasons"][0]
+
+
+def test_a_forwarding_thread_that_waited_for_a_cpu_makes_a_run_warn_or_invalid():
+    def judged(waits: list[float]) -> dict:
+        return fidelity_summary(samples({"tor-eps": [1.0]}, cpu=[40.0] * 20, forwarding_wait=waits), events([]), None)
+
+    contended = judged([0.02, 0.45] * 10)  # waits beside busy processes, none over half an interval
+    assert contended["verdict"] == "ok" and contended["forwarding"]["starved_share"] == 0.0
+    assert (
+        contended["forwarding"]["wait_share"]["max"] == 0.45 and contended["forwarding"]["cpu_share"]["median"] == 0.3
+    )
+    stalled = judged([0.9] * 2 + [0.02] * 18)
+    assert stalled["verdict"] == "warn" and "forwarding thread waited" in stalled["reasons"][0]
+    assert "in 10% of intervals" in stalled["reasons"][0]
+    starved = judged([0.7] * 6 + [0.02] * 14)  # a quota: 30 % of the intervals starved
+    assert starved["verdict"] == "invalid" and starved["forwarding"]["starved_share"] == 0.3
+
+
+def test_a_kernel_datapath_or_older_samples_leave_the_forwarding_thread_unjudged():
+    unwatched = fidelity_summary(samples({"tor-eps": [1.0]}, cpu=[40.0] * 20), events([]), None)
+    assert unwatched["forwarding"] is None and unwatched["verdict"] == "ok"
+    older = samples({"tor-eps": [1.0]}, cpu=[40.0] * 20).drop(columns=["forwarding_cpu_share", "forwarding_wait_share"])
+    assert fidelity_summary(older, events([]), None)["forwarding"] is None
 
 
 def test_samples_from_before_packet_counts_leave_the_datapath_unjudged():
