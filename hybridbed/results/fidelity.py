@@ -70,9 +70,10 @@ DARK_P75_INVALID = 5.0
 # to forward for at least that long and forwarded none of them then.
 FORWARDING_STARVED_WAIT = 0.5
 # Of intervals so starved. The quickstart's four setups had none (375 intervals; the longest wait 0.15 of an
-# interval), nor had its runs beside one and two CPU-bound processes (the longest 0.21 and 0.45); with ovs-vswitchd
-# held to 0.15 of a core, 0.57, which the other measures called `ok` while the makespan grew by 10-14 %; at 0.05,
-# 0.65 (docs/network.md, "Reading the fidelity verdict").
+# interval), nor had its runs beside one and two CPU-bound processes (the longest 0.21 and 0.45); the GENI mixed
+# scenario's F-Hybrid had 0.004 (9 of 2,538, six of them in one wave of task starts). With ovs-vswitchd held to
+# 0.15 of a core, 0.57, which the other measures called `ok` while the makespan grew by 10-14 %; at 0.05, 0.65
+# (docs/network.md, "Reading the fidelity verdict").
 FORWARDING_STARVED_WARN_SHARE = 0.05
 FORWARDING_STARVED_INVALID_SHARE = 0.25  # a quarter of the run, as the dark time's upper quartile
 LINK_CLASSES = ("host", "tor-eps", "tor-ocs")
