@@ -106,7 +106,7 @@ def test_a_threads_schedstat_gives_its_cpu_time_and_its_wait_for_a_cpu():
 
 
 class _NoPorts(FidelityMonitor):
-    """A monitor of one port whose counters stand still: what it reads of the forwarding thread is the test."""
+    """A monitor whose ports' counters stand still: what it reads of the forwarding thread is the test."""
 
     def _read_qdiscs(self) -> dict[str, QdiscCounters]:
         return {interface: QdiscCounters(0, 0, 0) for interface in self.ports}
