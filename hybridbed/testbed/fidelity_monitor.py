@@ -330,7 +330,6 @@ class FabricMonitor:
         self.fabric = fabric
         self.path = path
         self.local = FidelityMonitor(fabric, path, host_pids[0], forwarding_pid)
-        self.watch_forwarding = forwarding_pid is not None
         self.parts = list(zip(parts, host_pids[1:]))
         self.tcp: dict[str, int] = {}
 
@@ -348,7 +347,7 @@ class FabricMonitor:
                 fabric=fabric,
                 host_pids=pids,
                 origin_unix=origin_unix,
-                watch_forwarding=self.watch_forwarding,
+                watch_forwarding=self.local.forwarding_pid is not None,  # as this machine does
             )
 
     def stop(self) -> None:
