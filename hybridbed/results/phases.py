@@ -122,7 +122,9 @@ def _wire_overhead(run: RunResults) -> dict[str, float]:
         return {}
     between = flows[flows.src_rack != flows.dst_rack]
     eps, ocs = uplink_bytes(run.links)
-    measures = {"uplink bytes per byte between racks": float((eps + ocs) / between.bytes.sum())}
+    measures = {}
+    if between.bytes.sum() > 0:  # (none where every transfer stays in its rack, as under Corral on GENI)
+        measures["uplink bytes per byte between racks"] = float((eps + ocs) / between.bytes.sum())
     if "ocs_bytes" in between and between.ocs_bytes.sum() > 0:  # (not accounted when the scheduler died)
         measures["OCS uplink bytes per byte on circuits"] = float(ocs / between.ocs_bytes.sum())
     tcp = (run.summary.get("fidelity") or {}).get("tcp") or {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -130,6 +131,16 @@ def test_measures_split_a_reducer_into_shuffle_and_compute_and_rate_fetches_by_p
     assert measures["OCS uplink bytes per byte on circuits"] == pytest.approx(2.7 / 2.5)  # the OCS uplink's
     assert measures["TCP segments retransmitted (share)"] == 0.02
     assert (measures["TCP timeouts"], measures["TCP reorderings"]) == (4, 3)
+
+
+def test_a_run_with_nothing_between_racks_has_no_uplink_overhead_rather_than_a_division_by_zero():
+    run = two_job_run()
+    run.tables["flows"] = run.flows.assign(dst_rack=run.flows.src_rack, path="rack", ocs_bytes=0)  # all in one rack
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's warning of 0 / 0
+        measures = phase_measures(run)
+    assert "uplink bytes per byte between racks" not in measures
+    assert "OCS uplink bytes per byte on circuits" not in measures
 
 
 def test_measures_sum_the_time_cpu_quotas_held_tasks_back_where_it_was_counted():
