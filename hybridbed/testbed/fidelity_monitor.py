@@ -15,7 +15,11 @@ another port or is dropped at a shaped queue, so what is missing from the sums w
 And it reads the kernel's scheduler statistics of the thread that forwards the packets (Open vSwitch's main
 thread, in the userspace datapath): the CPU it used and the time it was ready to run but had no CPU. The
 machine's CPU use does not show a datapath starved by a quota or by processes it competes with for one core;
-its own wait does, as it happens (docs/network.md, "Reading the fidelity verdict").
+its own wait does, as it happens (docs/network.md, "Reading the fidelity verdict"). At each reading of the
+queues it also reads what waits in the receive queues of the run's packet sockets (/proc/net/packet: those the
+userspace datapath reads the switch ports through), and keeps the smallest: packets that waited at every reading
+of an interval waited for the forwarding thread all along, while the links downstream of it sent what little it
+handed them (their queues do not show it).
 
 At its start and stop it also reads every emulated host's TCP counters (segments sent and retransmitted,
 timeouts, reordering, from /proc/<pid>/net/snmp and netstat of a process in the host's namespace): the
@@ -49,8 +53,8 @@ SAMPLE_INTERVAL_S = 0.5  # fidelity.csv's intervals: a row per port every half s
 # Between two readings of the queues within an interval, drawn from 0.5-1.5x of it so that the readings cannot
 # fall into step with senders that burst periodically. A port between bursts is idle for most of their period
 # (a 10 Mb/s port sends a 20-frame burst in 24 ms), so a few readings find its queue empty. Each reading is a
-# `tc` (about 3 ms of CPU on the quickstart's fabric): the monitor takes 3.5 % of a core at this spacing, and
-# took 6.4 % at half of it.
+# `tc` (about 3 ms of CPU on the quickstart's fabric): the monitor took 3.5 % of a core at this spacing, and
+# 6.4 % at half of it (measured the same day; at this spacing 5.2-6.5 % on a later one).
 QUEUE_READ_S = 0.1
 FIDELITY_FIELDS = [
     "time_s",
@@ -58,6 +62,7 @@ FIDELITY_FIELDS = [
     "cpu_busy_pct",
     "forwarding_cpu_share",  # seconds the forwarding thread ran per second of the interval (empty: not watched)
     "forwarding_wait_share",  # seconds it was ready to run and had no CPU, per second of the interval
+    "forwarding_backlog_min_bytes",  # the smallest the packet sockets' receive queues held at the readings (empty: not watched)
     "link",
     "link_class",
     "configured_mbps",
@@ -135,6 +140,14 @@ def read_main_thread_times(pid: int) -> ThreadTimes | None:
         return parse_schedstat(Path(f"/proc/{pid}/task/{pid}/schedstat").read_text())
     except OSError:
         return None
+
+
+def parse_packet_sockets(text: str) -> int:
+    """Bytes in the receive queues of all packet sockets, from the text of /proc/net/packet (its Rmem column: the
+    memory the queued packets take, so a little more than their bytes)."""
+    header, *sockets = text.splitlines()
+    rmem = header.split().index("Rmem")
+    return sum(int(line.split()[rmem]) for line in sockets if line.strip())
 
 
 @dataclass(frozen=True)
@@ -224,6 +237,12 @@ class FidelityMonitor:
     def _read_packets() -> dict[str, PortPackets]:
         return parse_net_dev(Path("/proc/thread-self/net/dev").read_text())  # the run's namespace: this thread's
 
+    def _read_datapath_backlog(self) -> int | None:
+        """Bytes waiting for the forwarding thread in the run's packet sockets (None: the kernel forwards)."""
+        if self.forwarding_pid is None:
+            return None
+        return parse_packet_sockets(Path("/proc/thread-self/net/packet").read_text())
+
     def _read_qdiscs(self) -> dict[str, QdiscCounters]:
         proc = subprocess.Popen(["tc", "-s", "-j", "qdisc", "show"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         out = proc.stdout.read() if proc.stdout else b""
@@ -239,6 +258,7 @@ class FidelityMonitor:
         psutil.cpu_percent(interval=None)  # opens the first interval
         before, before_t, packets_before = self._read_qdiscs(), time.time(), self._read_packets()
         lowest = {interface: counters.backlog_bytes for interface, counters in before.items()}
+        datapath_lowest = self._read_datapath_backlog()
         tcp_before, forwarding_before = self._read_tcp(), self._read_forwarding()
         row_due = time.monotonic() + self.interval_s
         with self.path.open("w", newline="") as f:
@@ -250,6 +270,11 @@ class FidelityMonitor:
                 now_counters = self._read_qdiscs()
                 for interface, counters in now_counters.items():
                     lowest[interface] = min(lowest.get(interface, counters.backlog_bytes), counters.backlog_bytes)
+                datapath_now = self._read_datapath_backlog()
+                if datapath_now is not None:
+                    datapath_lowest = min(
+                        datapath_now, datapath_lowest if datapath_lowest is not None else datapath_now
+                    )
                 if not stopping and time.monotonic() < row_due:
                     continue
                 now_t, packets_now = time.time(), self._read_packets()
@@ -268,6 +293,7 @@ class FidelityMonitor:
                             "interval_s": round(seconds, 3),
                             "cpu_busy_pct": cpu,
                             **forwarding,
+                            "forwarding_backlog_min_bytes": datapath_lowest,
                             "link": interface,
                             "link_class": port.link_class,
                             "configured_mbps": port.configured_mbps,
@@ -284,6 +310,7 @@ class FidelityMonitor:
                 before, before_t, packets_before = now_counters, now_t, packets_now
                 forwarding_before = forwarding_now
                 lowest = {interface: counters.backlog_bytes for interface, counters in now_counters.items()}
+                datapath_lowest = datapath_now
                 row_due = time.monotonic() + self.interval_s
                 if stopping:
                     break

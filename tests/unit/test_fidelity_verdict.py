@@ -12,8 +12,14 @@ import pandas as pd
 
 from hybridbed.config.fabric import FRAME_BYTES, FabricSpec, queue_packets
 from hybridbed.controller.events import OcsEvent
-from hybridbed.results.fidelity import BACKLOG_QUEUE_SHARE, fidelity_summary
-from hybridbed.testbed.fidelity_monitor import parse_net_dev, parse_qdiscs, read_tcp_counters, tcp_counters
+from hybridbed.results.fidelity import BACKLOG_QUEUE_SHARE, DATAPATH_BEHIND_BYTES, fidelity_summary
+from hybridbed.testbed.fidelity_monitor import (
+    parse_net_dev,
+    parse_packet_sockets,
+    parse_qdiscs,
+    read_tcp_counters,
+    tcp_counters,
+)
 from hybridbed.testbed.ovs import unbound_packet_sockets
 from hybridbed.testbed.shaping import FRAME_TRUESIZE_BYTES, datapath_send_buffer_bytes, shaped_ports
 
@@ -28,21 +34,27 @@ def samples(
     lost: int = 0,
     drops: int = 0,
     forwarding_wait: list[float] | None = None,
+    forwarding_cpu: list[float] | None = None,
+    datapath_backlog: list[int] | None = None,
 ) -> pd.DataFrame:
     """One row per link class and interval; each link received 1000 packets an interval, of which its shaped
     queue dropped `drops` and the datapath lost `lost`. The forwarding thread waited for a CPU
-    `forwarding_wait[i]` of interval i (and ran 0.3 of it); None: not watched."""
+    `forwarding_wait[i]` of interval i and ran `forwarding_cpu[i]` of it (0.3 if not given), and its packet
+    sockets held `datapath_backlog[i]` bytes at every reading (0 if not given); None: not watched."""
     rows = []
     for i, busy in enumerate(cpu):
         waited = None if forwarding_wait is None else forwarding_wait[i]
+        ran = 0.3 if forwarding_cpu is None else forwarding_cpu[i]
+        held = 0 if datapath_backlog is None else datapath_backlog[i]
         for link_class, values in ratios.items():
             rows.append(
                 {
                     "time_s": 0.5 * (i + 1),
                     "interval_s": 0.5,
                     "cpu_busy_pct": busy,
-                    "forwarding_cpu_share": None if waited is None else 0.3,
+                    "forwarding_cpu_share": None if waited is None else ran,
                     "forwarding_wait_share": waited,
+                    "forwarding_backlog_min_bytes": None if waited is None else held,
                     "link": f"{link_class}-link",
                     "link_class": link_class,
                     "configured_mbps": 2.0,
@@ -247,6 +259,54 @@ def test_a_forwarding_thread_that_waited_for_a_cpu_makes_a_run_warn_or_invalid()
     assert "in 10% of intervals" in stalled["reasons"][0]
     starved = judged([0.7] * 6 + [0.02] * 14)  # a quota: 30 % of the intervals starved
     assert starved["verdict"] == "invalid" and starved["forwarding"]["starved_share"] == 0.3
+
+
+def test_intervals_the_forwarding_thread_was_runnable_throughout_are_counted_whether_it_ran_or_waited():
+    def forwarding(ran: list[float], waited: list[float]) -> dict:
+        summary = fidelity_summary(
+            samples({"tor-eps": [1.0]}, cpu=[40.0] * 20, forwarding_wait=waited, forwarding_cpu=ran), events([]), None
+        )
+        return summary["forwarding"]
+
+    assert forwarding([0.3] * 20, [0.02, 0.45] * 10)["runnable_share"] == 0.0  # busy now and then, never throughout
+    saturated = forwarding([0.97] * 5 + [0.5] * 15, [0.01] * 20)  # a core's worth of packets in a quarter
+    assert saturated["runnable_share"] == 0.25 and saturated["starved_share"] == 0.0
+    ready = forwarding([0.45] * 4 + [0.3] * 16, [0.5] * 4 + [0.02] * 16)  # ran half, waited the rest
+    assert ready["runnable_share"] == 0.2 and ready["starved_share"] == 0.0
+
+
+def test_packets_standing_inside_the_datapath_make_a_run_warn_or_invalid_though_its_links_look_healthy():
+    def judged(held: list[int]) -> dict:
+        return fidelity_summary(
+            samples({"tor-eps": [1.0]}, cpu=[40.0] * 20, forwarding_wait=[0.02] * 20, datapath_backlog=held),
+            events([]),
+            None,
+        )
+
+    passing = judged([0] * 10 + [DATAPATH_BEHIND_BYTES - 1] * 10)  # frames caught in passing, below the bound
+    assert passing["verdict"] == "ok" and passing["forwarding"]["behind_share"] == 0.0
+    assert passing["forwarding"]["backlog_bytes"]["max"] == DATAPATH_BEHIND_BYTES - 1
+    lagging = judged([DATAPATH_BEHIND_BYTES] * 2 + [0] * 18)
+    assert lagging["verdict"] == "warn" and lagging["forwarding"]["behind_share"] == 0.1
+    assert "waited inside the datapath" in lagging["reasons"][0] and "in 10% of intervals" in lagging["reasons"][0]
+    behind = judged([400_000] * 12 + [0] * 8)  # the quickstart at 200-300 Mb/s hosts held 0.4-1.2 MB
+    assert behind["verdict"] == "invalid" and behind["forwarding"]["behind_share"] == 0.6
+    older = samples({"tor-eps": [1.0]}, cpu=[40.0] * 20, forwarding_wait=[0.02] * 20)
+    older = older.drop(columns="forwarding_backlog_min_bytes")  # files from before the monitor read the sockets
+    unread = fidelity_summary(older, events([]), None)["forwarding"]
+    assert unread["behind_share"] is None and unread["backlog_bytes"] is None and unread["starved_share"] == 0.0
+
+
+def test_the_bytes_waiting_in_packet_sockets_are_summed_from_proc_net_packet():
+    text = (
+        "sk               RefCnt Type Proto  Iface R Rmem   User   Inode\n"
+        "000000000599c8d9 3      3    0003   10    1 0      0      847128713\n"
+        "00000000134f0c90 3      3    0003   16    1 4608   0      847128716\n"
+        "000000005c3feacd 3      3    0000   0     1 2304   0      847128718\n"
+    )
+    assert parse_packet_sockets(text) == 6912
+    assert parse_packet_sockets(text.splitlines()[0]) == 0  # no sockets
+    assert parse_packet_sockets(Path("/proc/thread-self/net/packet").read_text()) >= 0  # the kernel's own format
 
 
 def test_a_kernel_datapath_or_older_samples_leave_the_forwarding_thread_unjudged():
