@@ -175,8 +175,8 @@ def forwarding_measures(samples: pd.DataFrame) -> dict | None:
     with no CPU free, in seconds per second (quantiles over the intervals), the share of intervals it waited
     more than FORWARDING_STARVED_WAIT of, and the share it ran or waited more than FORWARDING_RUNNABLE_SHARE of;
     the bytes its packet sockets held at every reading (quantiles; None in files from before the monitor read
-    them) and the share of intervals they held DATAPATH_BEHIND_BYTES or more. None where it was not watched (the kernel datapath, or files from before
-    the monitor read it)."""
+    them) and the share of intervals they held DATAPATH_BEHIND_BYTES or more. None where the thread was not
+    watched (the kernel datapath, or files from before the monitor read it)."""
     if "forwarding_wait_share" not in samples.columns or samples.forwarding_wait_share.isna().all():
         return None
     columns = ["forwarding_cpu_share", "forwarding_wait_share"]

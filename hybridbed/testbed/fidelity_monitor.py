@@ -62,7 +62,8 @@ FIDELITY_FIELDS = [
     "cpu_busy_pct",
     "forwarding_cpu_share",  # seconds the forwarding thread ran per second of the interval (empty: not watched)
     "forwarding_wait_share",  # seconds it was ready to run and had no CPU, per second of the interval
-    "forwarding_backlog_min_bytes",  # the smallest the packet sockets' receive queues held at the readings (empty: not watched)
+    # the least the datapath's packet sockets held waiting for that thread at the readings (empty: not watched)
+    "forwarding_backlog_min_bytes",
     "link",
     "link_class",
     "configured_mbps",
