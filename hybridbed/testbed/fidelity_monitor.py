@@ -47,6 +47,7 @@ from typing import Protocol
 import psutil
 
 from hybridbed.config.fabric import FabricSpec
+from hybridbed.testbed.ovs import queued_packet_bytes
 from hybridbed.testbed.shaping import shaped_ports
 
 SAMPLE_INTERVAL_S = 0.5  # fidelity.csv's intervals: a row per port every half second
@@ -143,14 +144,6 @@ def read_main_thread_times(pid: int) -> ThreadTimes | None:
         return None
 
 
-def parse_packet_sockets(text: str) -> int:
-    """Bytes in the receive queues of all packet sockets, from the text of /proc/net/packet (its Rmem column: the
-    memory the queued packets take, so a little more than their bytes)."""
-    header, *sockets = text.splitlines()
-    rmem = header.split().index("Rmem")
-    return sum(int(line.split()[rmem]) for line in sockets if line.strip())
-
-
 @dataclass(frozen=True)
 class QdiscCounters:
     bytes_sent: int
@@ -242,7 +235,7 @@ class FidelityMonitor:
         """Bytes waiting for the forwarding thread in the run's packet sockets (None: the kernel forwards)."""
         if self.forwarding_pid is None:
             return None
-        return parse_packet_sockets(Path("/proc/thread-self/net/packet").read_text())
+        return queued_packet_bytes(Path("/proc/thread-self/net/packet").read_text())
 
     def _read_qdiscs(self) -> dict[str, QdiscCounters]:
         proc = subprocess.Popen(["tc", "-s", "-j", "qdisc", "show"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -272,10 +265,8 @@ class FidelityMonitor:
                 for interface, counters in now_counters.items():
                     lowest[interface] = min(lowest.get(interface, counters.backlog_bytes), counters.backlog_bytes)
                 datapath_now = self._read_datapath_backlog()
-                if datapath_now is not None:
-                    datapath_lowest = min(
-                        datapath_now, datapath_lowest if datapath_lowest is not None else datapath_now
-                    )
+                if datapath_now is not None and datapath_lowest is not None:  # (both None: the kernel forwards)
+                    datapath_lowest = min(datapath_lowest, datapath_now)
                 if not stopping and time.monotonic() < row_due:
                     continue
                 now_t, packets_now = time.time(), self._read_packets()

@@ -162,15 +162,29 @@ class PrivateOVS:
                 proc.wait()
 
 
+def packet_sockets(proc_net_packet: str) -> list[dict[str, str]]:
+    """The sockets of a /proc/<pid>/net/packet listing, each by its header's fields (sk RefCnt Type Proto Iface R
+    Rmem User Inode)."""
+    header, *lines = proc_net_packet.splitlines()
+    names = header.split()
+    return [dict(zip(names, line.split(), strict=True)) for line in lines if line.strip()]
+
+
 def unbound_packet_sockets(proc_net_packet: str) -> set[str]:
     """Inodes of the unbound raw packet sockets in a /proc/<pid>/net/packet listing: the userspace datapath's
     send socket is one (its receive sockets are bound to a port and a protocol)."""
-    inodes = set()
-    for line in proc_net_packet.splitlines()[1:]:
-        fields = line.split()  # sk RefCnt Type Proto Iface R Rmem User Inode
-        if len(fields) >= 9 and fields[2] == str(socket.SOCK_RAW) and fields[3] == "0000" and fields[4] == "0":
-            inodes.add(fields[8])
-    return inodes
+    return {
+        s["Inode"]
+        for s in packet_sockets(proc_net_packet)
+        if s["Type"] == str(socket.SOCK_RAW) and s["Proto"] == "0000" and s["Iface"] == "0"
+    }
+
+
+def queued_packet_bytes(proc_net_packet: str) -> int:
+    """Bytes in the receive queues of the packet sockets of a /proc/<pid>/net/packet listing (their Rmem: the
+    memory the queued packets take, so a little more than their bytes); the userspace datapath reads the switch
+    ports through such sockets."""
+    return sum(int(s["Rmem"]) for s in packet_sockets(proc_net_packet))
 
 
 def _send_socket_fd(pid: int) -> int | None:

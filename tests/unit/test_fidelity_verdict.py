@@ -13,14 +13,8 @@ import pandas as pd
 from hybridbed.config.fabric import FRAME_BYTES, FabricSpec, queue_packets
 from hybridbed.controller.events import OcsEvent
 from hybridbed.results.fidelity import BACKLOG_QUEUE_SHARE, DATAPATH_BEHIND_BYTES, fidelity_summary
-from hybridbed.testbed.fidelity_monitor import (
-    parse_net_dev,
-    parse_packet_sockets,
-    parse_qdiscs,
-    read_tcp_counters,
-    tcp_counters,
-)
-from hybridbed.testbed.ovs import unbound_packet_sockets
+from hybridbed.testbed.fidelity_monitor import parse_net_dev, parse_qdiscs, read_tcp_counters, tcp_counters
+from hybridbed.testbed.ovs import queued_packet_bytes, unbound_packet_sockets
 from hybridbed.testbed.shaping import FRAME_TRUESIZE_BYTES, datapath_send_buffer_bytes, shaped_ports
 
 LIMIT = queue_packets(2.0) * FRAME_BYTES  # the sampled links' queue limit (2 Mb/s: 32 frames)
@@ -304,9 +298,9 @@ def test_the_bytes_waiting_in_packet_sockets_are_summed_from_proc_net_packet():
         "00000000134f0c90 3      3    0003   16    1 4608   0      847128716\n"
         "000000005c3feacd 3      3    0000   0     1 2304   0      847128718\n"
     )
-    assert parse_packet_sockets(text) == 6912
-    assert parse_packet_sockets(text.splitlines()[0]) == 0  # no sockets
-    assert parse_packet_sockets(Path("/proc/thread-self/net/packet").read_text()) >= 0  # the kernel's own format
+    assert queued_packet_bytes(text) == 6912
+    assert queued_packet_bytes(text.splitlines()[0]) == 0  # no sockets
+    assert queued_packet_bytes(Path("/proc/thread-self/net/packet").read_text()) >= 0  # the kernel's own format
 
 
 def test_a_kernel_datapath_or_older_samples_leave_the_forwarding_thread_unjudged():
