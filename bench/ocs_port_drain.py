@@ -27,7 +27,7 @@ from pathlib import Path
 
 from hybridbed.config.fabric import FRAME_BYTES, OcsSpec
 from hybridbed.experiments.scenarios import load_scenario
-from hybridbed.testbed.fidelity_monitor import QdiscCounters, parse_qdiscs
+from hybridbed.testbed.fidelity_monitor import QdiscCounters, QdiscReader
 from hybridbed.testbed.network import HybridNetwork
 from hybridbed.testbed.shaping import burst_bytes
 
@@ -49,10 +49,11 @@ class Sample:
     port: QdiscCounters
 
 
-def read_ports(devs: list[str]) -> dict[str, Sample]:
-    """Each port's root qdisc counters, from one `tc` for them all (as the run's fidelity monitor reads them)."""
-    out = subprocess.run(["tc", "-s", "-j", "qdisc", "show"], capture_output=True, text=True, check=True)
-    now, roots = time.monotonic(), parse_qdiscs(out.stdout)
+def read_ports(qdiscs: QdiscReader, devs: list[str]) -> dict[str, Sample]:
+    """Each port's root qdisc counters, from one reading for them all (as the run's fidelity monitor reads them)."""
+    roots, now = qdiscs.read(), time.monotonic()
+    if not roots:
+        raise RuntimeError("tc read no qdisc (see `tc -s -j qdisc show`)")
     return {dev: Sample(now, roots[dev]) for dev in devs}
 
 
@@ -72,6 +73,7 @@ def sample_under_load(
 ) -> list[dict[str, Sample]]:
     """The ports' queues every `every_s` for `seconds`, while the flows run (they are ended here, by pid)."""
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    qdiscs = QdiscReader()
     flows = []  # (sender, receiver, iperf options)
     for a, b in circuits(net.fabric.racks):
         flows += [(net.host(a, 0), net.host(b, 0), ["-b", f"{paced_mbps:g}M"])] * PACED_PER_CIRCUIT
@@ -89,10 +91,11 @@ def sample_under_load(
         samples = []
         end = time.monotonic() + seconds
         while time.monotonic() < end:
-            samples.append(read_ports(devs))
+            samples.append(read_ports(qdiscs, devs))
             time.sleep(every_s)
         return samples
     finally:
+        qdiscs.close()
         for proc in procs:
             proc.kill()
             proc.wait()

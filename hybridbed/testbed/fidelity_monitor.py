@@ -2,11 +2,11 @@
 did, cheaply (counters, never packets), into fidelity.csv.
 
 Every SAMPLE_INTERVAL_S it reads the machine's CPU use (psutil) and the traffic-control statistics of every
-shaped switch port in the run's namespace (one `tc -s -j qdisc show`): bytes sent, the queue standing at
-that moment and drops. It reads the queues about every QUEUE_READ_S in between too, and keeps the smallest
-each held: a link whose queue stood at every reading of an interval was busy all along, so what it sent
-then is what it could send, and its achieved rate over its configured rate says whether the shaping held.
-The two ends alone do not show it: paced connections reach a port in bursts every few hundred
+shaped switch port in the run's namespace (`qdisc show`, asked of one `tc -batch` kept running): bytes sent,
+the queue standing at that moment and drops. It reads the queues about every QUEUE_READ_S in between too, and
+keeps the smallest each held: a link whose queue stood at every reading of an interval was busy all along, so
+what it sent then is what it could send, and its achieved rate over its configured rate says whether the
+shaping held. The two ends alone do not show it: paced connections reach a port in bursts every few hundred
 milliseconds, and readings every half second fell into step with them, catching a queue at both ends of
 intervals in which the port sent its bursts at its rate and idled in between (docs/network.md, "Reading
 the fidelity verdict").
@@ -26,12 +26,13 @@ timeouts, reordering, from /proc/<pid>/net/snmp and netstat of a process in the 
 simulator's transfers are fluid, so what TCP had to send again, and why, is what the emulated transfers lost
 to loss recovery.
 
-The monitor counts its own cost (its thread's CPU and that of every `tc` it runs) so that a run can say
-what watching it took.
+The monitor counts its own cost (its thread's CPU and that of the `tc` it reads the queues through) so that a
+run can say what watching it took.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -53,9 +54,9 @@ from hybridbed.testbed.shaping import shaped_ports
 SAMPLE_INTERVAL_S = 0.5  # fidelity.csv's intervals: a row per port every half second
 # Between two readings of the queues within an interval, drawn from 0.5-1.5x of it so that the readings cannot
 # fall into step with senders that burst periodically. A port between bursts is idle for most of their period
-# (a 10 Mb/s port sends a 20-frame burst in 24 ms), so a few readings find its queue empty. Each reading is a
-# `tc` (about 3 ms of CPU on the quickstart's fabric): the monitor took 3.5 % of a core at this spacing, and
-# 6.4 % at half of it (measured the same day; at this spacing 5.2-6.5 % on a later one).
+# (a 10 Mb/s port sends a 20-frame burst in 24 ms), so a few readings find its queue empty. At this spacing the
+# monitor takes 1.7 % of a core on the quickstart, asking one running `tc` (QdiscReader); starting a `tc` per
+# reading (about 3 ms of CPU each) it took 4.4-5.0 %, measured in turn (docs/network.md).
 QUEUE_READ_S = 0.1
 FIDELITY_FIELDS = [
     "time_s",
@@ -178,6 +179,57 @@ def parse_qdiscs(tc_json: str) -> dict[str, QdiscCounters]:
     return counters
 
 
+class QdiscReader:
+    """Every qdisc's counters in the namespace it was made in, read through one `tc -s -j -batch -` that lives
+    as long as the reader: a `tc` per reading took about 3 ms of CPU (most of it starting the program), which at
+    ten readings a second came to most of the monitor's own cost; a command to a running `tc` takes a tenth of
+    a millisecond. `tc` answers each command with one line (a JSON array) and stops at the first error; the
+    next reading then starts another. Its CPU is counted when it ends."""
+
+    command = ("tc", "-s", "-j", "-batch", "-")
+
+    def __init__(self) -> None:
+        self._tc: subprocess.Popen[bytes] | None = None
+        self.cpu_s = 0.0  # the CPU of the `tc` processes ended so far
+
+    def read(self) -> dict[str, QdiscCounters]:
+        """The root qdiscs' counters per interface now ({} if `tc` failed)."""
+        if self._tc is None:
+            self._tc = subprocess.Popen(
+                self.command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        assert self._tc.stdin is not None and self._tc.stdout is not None
+        answer = b""
+        with contextlib.suppress(BrokenPipeError):  # `tc` ended
+            self._tc.stdin.write(b"qdisc show\n")
+            self._tc.stdin.flush()
+            while not answer.endswith(b"\n"):
+                chunk = os.read(self._tc.stdout.fileno(), 1 << 16)
+                if not chunk:  # `tc` ended
+                    break
+                answer += chunk
+        if not answer.endswith(b"\n"):
+            self.close()
+            return {}
+        return parse_qdiscs(answer.decode())
+
+    def close(self) -> None:
+        """End the `tc` (it ends at the end of its input) and count its CPU; idempotent."""
+        tc, self._tc = self._tc, None
+        if tc is None:
+            return
+        assert tc.stdin is not None and tc.stdout is not None
+        with contextlib.suppress(BrokenPipeError):  # (it ended already)
+            tc.stdin.close()
+        tc.stdout.close()
+        _, status, usage = os.wait4(tc.pid, 0)
+        tc.returncode = os.waitstatus_to_exitcode(status)
+        self.cpu_s += usage.ru_utime + usage.ru_stime
+
+
 class FidelityMonitor:
     """Samples into `path` from start() until stop(); times are seconds after `origin_unix`. Must be started
     from a thread inside the run's network namespace (its thread, and the `tc` it runs, inherit it).
@@ -198,7 +250,8 @@ class FidelityMonitor:
         self.tcp: dict[str, int] = {}  # TCP_COUNTERS summed over the hosts, from start() to stop()
         self.path = path
         self.interval_s = interval_s
-        self.own_cpu_s = 0.0  # the sampling thread's CPU and its tc processes'
+        self.own_cpu_s = 0.0  # the sampling thread's CPU and its tc's
+        self._qdiscs = QdiscReader()  # its `tc` starts at the first reading, in the sampling thread's namespace
         self.watched_s = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -238,17 +291,19 @@ class FidelityMonitor:
         return queued_packet_bytes(Path("/proc/thread-self/net/packet").read_text())
 
     def _read_qdiscs(self) -> dict[str, QdiscCounters]:
-        proc = subprocess.Popen(["tc", "-s", "-j", "qdisc", "show"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        out = proc.stdout.read() if proc.stdout else b""
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.stdout:
-            proc.stdout.close()
-        self.own_cpu_s += usage.ru_utime + usage.ru_stime
-        return parse_qdiscs(out.decode()) if proc.returncode == 0 else {}
+        return self._qdiscs.read()
 
     def _run(self) -> None:
         thread_cpu, started = time.thread_time(), time.monotonic()
+        try:
+            self._sample()
+        finally:
+            self._qdiscs.close()
+            self.own_cpu_s += time.thread_time() - thread_cpu + self._qdiscs.cpu_s
+            self.watched_s = time.monotonic() - started
+
+    def _sample(self) -> None:
+        """Write fidelity.csv's rows until stopped, then read the hosts' TCP counters again."""
         psutil.cpu_percent(interval=None)  # opens the first interval
         before, before_t, packets_before = self._read_qdiscs(), time.time(), self._read_packets()
         lowest = {interface: counters.backlog_bytes for interface, counters in before.items()}
@@ -309,8 +364,6 @@ class FidelityMonitor:
         watched = [(tcp_before[host], end) for host, end in self._read_tcp().items() if host in tcp_before]
         if watched:
             self.tcp = {name: sum(end[name] - begin[name] for begin, end in watched) for name in TCP_COUNTERS}
-        self.own_cpu_s += time.thread_time() - thread_cpu
-        self.watched_s = time.monotonic() - started
 
 
 def _forwarding_columns(

@@ -10,6 +10,7 @@ import sys
 import time
 
 import pandas as pd
+import psutil
 
 from hybridbed.config.fabric import FabricSpec
 from hybridbed.testbed.fidelity_monitor import (
@@ -18,7 +19,9 @@ from hybridbed.testbed.fidelity_monitor import (
     FidelityMonitor,
     PortPackets,
     QdiscCounters,
+    QdiscReader,
     ThreadTimes,
+    parse_qdiscs,
     parse_schedstat,
 )
 
@@ -141,3 +144,30 @@ def test_a_monitor_without_a_forwarding_process_leaves_its_columns_empty(tmp_pat
     monitor.stop()
     samples = pd.read_csv(tmp_path / "fidelity.csv")
     assert len(samples) and samples.forwarding_cpu_share.isna().all() and samples.forwarding_wait_share.isna().all()
+
+
+def _children_named(name: str) -> list[psutil.Process]:
+    return [child for child in psutil.Process().children() if child.name() == name]
+
+
+def test_the_qdisc_reader_answers_every_reading_from_one_tc_it_ends_when_closed():
+    reader = QdiscReader()
+    try:
+        first, second = reader.read(), reader.read()
+        tcs = _children_named("tc")
+    finally:
+        reader.close()
+    one_shot = parse_qdiscs(subprocess.run(["tc", "-s", "-j", "qdisc", "show"], capture_output=True).stdout.decode())
+    assert "lo" in first and set(first) == set(second) == set(one_shot)  # the same qdiscs a `tc` of its own reads
+    assert len(tcs) == 1  # both readings asked one `tc`, still running between them
+    assert not _children_named("tc") and reader.cpu_s >= 0  # ended and reaped, its CPU counted
+
+
+class _EndingAtOnce(QdiscReader):
+    command = ("true",)  # a `tc` that stops before answering (as one does at an error)
+
+
+def test_a_qdisc_reader_whose_tc_ended_reads_nothing_and_leaves_no_process_behind():
+    reader = _EndingAtOnce()
+    assert reader.read() == {} and reader.read() == {}  # the second reading tried another
+    assert not _children_named("true")
