@@ -404,11 +404,12 @@ class FabricMonitor:
         self.local = FidelityMonitor(fabric, path, host_pids[0], forwarding_pid)
         self.parts = list(zip(parts, host_pids[1:]))
         self.tcp: dict[str, int] = {}
+        self._further_cpu_shares: list[float] = []  # each answering further server's monitor's own cost
 
     @property
     def cpu_share_of_a_core(self) -> float:
-        """This machine's monitor's own cost (the first server's, which also runs the scheduler)."""
-        return self.local.cpu_share_of_a_core
+        """The monitors' own cost: the largest of the servers' (each competes with its own server's datapath)."""
+        return max([self.local.cpu_share_of_a_core, *self._further_cpu_shares])
 
     def start(self, origin_unix: float) -> None:
         self.local.start(origin_unix)
@@ -437,3 +438,4 @@ class FabricMonitor:
                 f.writelines(rows)
             for name, value in answer["tcp"].items():
                 self.tcp[name] = self.tcp.get(name, 0) + value
+            self._further_cpu_shares.append(answer["cpu_share"])

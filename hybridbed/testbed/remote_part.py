@@ -94,7 +94,9 @@ def serve(config: dict, requests: TextIO, out: TextIO) -> None:
                 assert monitor is not None
                 monitor.stop()
                 samples = (run.record.state_dir / "fidelity.csv").read_text()
-                _reply(out, {"ok": True, "samples": samples, "tcp": monitor.tcp})
+                _reply(
+                    out, {"ok": True, "samples": samples, "tcp": monitor.tcp, "cpu_share": monitor.cpu_share_of_a_core}
+                )
             else:
                 _reply(out, {"ok": False, "error": f"unknown request {op!r}"})
         else:

@@ -29,8 +29,8 @@ from hybridbed.testbed.fidelity_monitor import (
 class _Part:
     """Answers `monitor_start` and `monitor_stop` with one sample of its ToR's uplink, as a part would."""
 
-    def __init__(self, link: str, retransmitted: int, answers: bool = True):
-        self.link, self.retransmitted, self.answers = link, retransmitted, answers
+    def __init__(self, link: str, retransmitted: int, answers: bool = True, cpu_share: float = 0.01):
+        self.link, self.retransmitted, self.answers, self.cpu_share = link, retransmitted, answers, cpu_share
         self.asked: list[tuple[str, dict]] = []
 
     def request(self, op: str, timeout_s: float = 30.0, **fields: object) -> dict:
@@ -43,16 +43,18 @@ class _Part:
         writer = csv.DictWriter(out, fieldnames=FIDELITY_FIELDS)
         writer.writeheader()
         writer.writerow({name: 0 for name in FIDELITY_FIELDS} | {"link": self.link, "link_class": "tor-eps"})
-        return {"ok": True, "samples": out.getvalue(), "tcp": {"retransmitted": self.retransmitted}}
+        tcp = {"retransmitted": self.retransmitted}
+        return {"ok": True, "samples": out.getvalue(), "tcp": tcp, "cpu_share": self.cpu_share}
 
 
 def test_each_further_servers_samples_and_tcp_counters_join_this_machines(tmp_path):
     fabric = FabricSpec(racks=6, hosts_per_rack=1)
-    parts = [_Part("tor2-eth2", 3), _Part("tor4-eth2", 4), _Part("tor5-eth2", 5, answers=False)]
+    parts = [_Part("tor2-eth2", 3, cpu_share=0.5), _Part("tor4-eth2", 4), _Part("tor5-eth2", 5, answers=False)]
     path = tmp_path / "fidelity.csv"
     pids = [{}, {"r2h0": 11}, {"r4h0": 12}, {"r5h0": 13}]
     monitor = FabricMonitor(fabric, path, pids, 4242, parts)
     monitor.start(origin_unix=100.0)
+    time.sleep(1.0)  # long enough for this machine's monitor's cost to be a share of its time, not of its start
     monitor.stop()
     start = parts[0].asked[0]
     assert start == (
@@ -67,6 +69,7 @@ def test_each_further_servers_samples_and_tcp_counters_join_this_machines(tmp_pa
     samples = pd.read_csv(path)  # this machine watched no port of its own here (no switches): only its header
     assert list(samples.link) == ["tor2-eth2", "tor4-eth2"]  # the third server did not answer: its links unjudged
     assert monitor.tcp.get("retransmitted") == 7
+    assert monitor.cpu_share_of_a_core == 0.5  # the costliest server's monitor (this one's took far less)
 
 
 class _Bursting(FidelityMonitor):
