@@ -73,14 +73,16 @@ class HostPool:
             self._at[host] = len(self.hosts)
             self.hosts.append(host)
 
-    def discard(self, host: str) -> None:
+    def discard(self, host: str) -> bool:
+        """Take the host out; False if it was not in."""
         at = self._at.pop(host, None)
         if at is None:
-            return
+            return False
         last = self.hosts.pop()
         if last != host:
             self.hosts[at] = last
             self._at[last] = at
+        return True
 
 
 _hosts_of = operator.attrgetter("hosts")  # a HostPool's hosts
@@ -126,6 +128,8 @@ class ShuffleFetches:
             return
         if old != host and source in self._waiting.get(old, ()):
             self._unwait(old, (source,))
+            if old not in self._waiting:  # nothing left there: no fetcher draws it
+                self._leave_free(old)
         if not self._on_connection(source):
             self._wait(host, source)
 
@@ -166,13 +170,17 @@ class ShuffleFetches:
             pools = [[host for host in hosts if host not in penalized] for hosts in pools]
         if len(pools) == 1:
             hosts = pools[0]
-            return self.rng.sample(hosts, room) if room < len(hosts) else list(hosts)
+            if room >= len(hosts):
+                return list(hosts)
+            return [hosts[self.rng.randrange(len(hosts))]] if room == 1 else self.rng.sample(hosts, room)
         bounds = list(itertools.accumulate(map(len, pools)))
         total = bounds[-1] if bounds else 0
         if room >= total:
             return list(itertools.chain.from_iterable(pools))
+        # an index into the pools laid end to end per fetcher; one fetcher (a connection ended, as in most draws)
+        # draws as `sample` would draw one, without its cost
         drawn = []
-        for at in self.rng.sample(range(total), room):  # an index into the pools laid end to end
+        for at in [self.rng.randrange(total)] if room == 1 else self.rng.sample(range(total), room):
             which = bisect.bisect_right(bounds, at)
             drawn.append(pools[which][at - (bounds[which - 1] if which else 0)])
         return drawn
@@ -182,7 +190,7 @@ class ShuffleFetches:
         for host in hosts:
             sources = tuple(itertools.islice(self._waiting[host], self.per_connection))
             self._unwait(host, sources)
-            self._leave_free(host)
+            self._leave_free(host)  # it has a connection now
             connection = self.in_flight[host] = Connection(host, sources)
             opened.append(connection)
         return opened
@@ -250,9 +258,8 @@ class ShuffleFetches:
         if self.tally is not None:
             group = self.tally.group_of(host)
             self.waiting_by_group[group] -= sum(map(self.tally.size_of, sources))
-        if not waiting:  # a host with nothing waiting is not offered to a fetcher
+        if not waiting:  # (the caller takes a host with nothing waiting out of the free pools)
             del self._waiting[host]
-            self._leave_free(host)
 
     def _group(self, host: str) -> Hashable:
         return None if self.tally is None else self.tally.group_of(host)
@@ -268,10 +275,8 @@ class ShuffleFetches:
     def _leave_free(self, host: str) -> None:
         group = self._group(host)
         pool = self._free.get(group)
-        if pool is not None and host in pool:
-            pool.discard(host)
-            if not pool:  # only groups with free hosts are looked at when fetchers draw
-                del self._free[group]
+        if pool is not None and pool.discard(host) and not pool.hosts:
+            del self._free[group]  # only groups with free hosts are looked at when fetchers draw
 
     def _on_connection(self, source: str) -> bool:
         return any(source in c.sources for c in self.in_flight.values())
