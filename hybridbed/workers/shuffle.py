@@ -62,12 +62,6 @@ class HostPool:
         self.hosts: list[str] = []
         self._at: dict[str, int] = {}
 
-    def __len__(self) -> int:
-        return len(self.hosts)
-
-    def __contains__(self, host: object) -> bool:
-        return host in self._at
-
     def add(self, host: str) -> None:
         if host not in self._at:
             self._at[host] = len(self.hosts)
