@@ -162,17 +162,12 @@ class ShuffleFetches:
         penalized = self._penalized_now()
         if penalized:  # rare: only after a broken connection
             pools = [[host for host in hosts if host not in penalized] for hosts in pools]
-        if len(pools) == 1:
-            hosts = pools[0]
-            if room >= len(hosts):
-                return list(hosts)
-            return [hosts[self.rng.randrange(len(hosts))]] if room == 1 else self.rng.sample(hosts, room)
         bounds = list(itertools.accumulate(map(len, pools)))
         total = bounds[-1] if bounds else 0
         if room >= total:
             return list(itertools.chain.from_iterable(pools))
-        # an index into the pools laid end to end per fetcher; one fetcher (a connection ended, as in most draws)
-        # draws as `sample` would draw one, without its cost
+        # an index into the pools laid end to end per fetcher, as `sample` would draw them from the hosts laid so;
+        # one fetcher (a connection ended, as in most draws) takes the one index `sample` would, without its cost
         drawn = []
         for at in [self.rng.randrange(total)] if room == 1 else self.rng.sample(range(total), room):
             which = bisect.bisect_right(bounds, at)

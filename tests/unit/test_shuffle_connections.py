@@ -83,16 +83,21 @@ def test_each_free_fetcher_draws_a_waiting_host_at_random_so_reducers_spread_ove
     assert all(140 <= n <= 260 for n in firsts.values()) and len(firsts) == 10  # h0 a tenth, not a half
 
 
-def test_one_free_fetcher_draws_the_host_random_sample_would_over_the_free_pools_end_to_end():
-    """The one-fetcher draw takes one index as `random.sample` takes it from the same generator, so runs keep
-    the draws (and result files) they had when every draw went through `sample`."""
+@pytest.mark.parametrize("parallel", [1, 3])
+@pytest.mark.parametrize("grouped", [True, False])
+def test_free_fetchers_draw_the_hosts_random_sample_would_over_the_free_pools_end_to_end(parallel, grouped):
+    """One fetcher takes one index as `random.sample` takes it from the same generator, and several take
+    `sample`'s indices, in one pool (no tally) or over several: runs keep the draws (and result files) they had
+    when every draw went through `sample` over the hosts."""
     group = {f"h{i}": f"r{i % 3}" for i in range(9)}
+    tally = GroupTally(group.__getitem__, lambda _: 1) if grouped else None
     for seed in range(200):
-        plan = ShuffleFetches(parallel=1, tally=GroupTally(group.__getitem__, lambda _: 1), rng=random.Random(seed))
+        plan = ShuffleFetches(parallel=parallel, tally=tally, rng=random.Random(seed))
         for host in group:
             plan.announce(f"{host}-m0", host)
         free_end_to_end = [host for pool in plan._free.values() for host in pool.hosts]
-        assert [c.host for c in plan.open()] == random.Random(seed).sample(free_end_to_end, 1)
+        assert len(plan._free) == (3 if grouped else 1)
+        assert [c.host for c in plan.open()] == random.Random(seed).sample(free_end_to_end, parallel)
 
 
 def test_a_reducer_attempts_draws_follow_from_the_runs_seed():
